@@ -1,0 +1,1 @@
+"""OpenTelemetry instrumentors, one module per provider SDK."""

@@ -1,0 +1,77 @@
+"""agent-rewind: record, replay, fork and diff AI agent runs, on OpenTelemetry.
+
+    import rewind
+
+    with rewind.record("run.rewind"):
+        agent.run("find me a flight")
+
+    with rewind.replay("run.rewind"):      # offline, deterministic, free
+        agent.run("find me a flight")
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .core import Call, begin_call
+from .decorators import llm, memory, tool
+from .doubles import NeverCalled, ScriptedLLM
+from .errors import (
+    DivergenceError,
+    FuzzyMatchWarning,
+    LiveCallDuringReplay,
+    LossySerializationWarning,
+    PatchGapWarning,
+    ReplayDriftWarning,
+    ReplayedError,
+    ReviveFallbackWarning,
+    RewindError,
+    RewindWarning,
+    ScriptExhausted,
+    ThreadlessCallWarning,
+    TraceFormatError,
+    UnconsumedEventsWarning,
+)
+from .matching import IncomingCall, Matcher, OrderedMatcher, StrictMatcher
+from .replay import ReplaySpanProcessor
+from .session import Session, current_session, fork, record, replay
+from .threads import patch_thread_pool
+from .trace import Event, Trace
+
+__all__ = [
+    "Call",
+    "DivergenceError",
+    "Event",
+    "FuzzyMatchWarning",
+    "IncomingCall",
+    "LiveCallDuringReplay",
+    "LossySerializationWarning",
+    "Matcher",
+    "NeverCalled",
+    "OrderedMatcher",
+    "PatchGapWarning",
+    "ReplayDriftWarning",
+    "ReplaySpanProcessor",
+    "ReplayedError",
+    "ReviveFallbackWarning",
+    "RewindError",
+    "RewindWarning",
+    "ScriptExhausted",
+    "ScriptedLLM",
+    "Session",
+    "StrictMatcher",
+    "ThreadlessCallWarning",
+    "Trace",
+    "TraceFormatError",
+    "UnconsumedEventsWarning",
+    "__version__",
+    "begin_call",
+    "current_session",
+    "fork",
+    "llm",
+    "memory",
+    "patch_thread_pool",
+    "record",
+    "replay",
+    "tool",
+]

@@ -1,0 +1,159 @@
+"""Turning arbitrary Python values into JSON, and JSON into a stable fingerprint.
+
+Two jobs, kept apart on purpose:
+
+* ``to_jsonable`` converts a value into plain JSON data (dicts, lists, str, numbers,
+  bools, None) that a trace file can hold. Conversion is structural where it can be
+  (dataclasses, pydantic models, sets, bytes) and falls back to ``repr`` with a
+  ``LossySerializationWarning`` where it cannot.
+* ``fingerprint`` hashes that JSON in a canonical spelling, so the same request has the
+  same identity in every process: set order and memory addresses never leak into it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import decimal
+import enum
+import hashlib
+import json
+import pathlib
+import re
+import uuid
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import LossySerializationWarning
+
+BYTES_UTF8 = "__bytes_utf8__"
+BYTES_HEX = "__bytes_hex__"
+LITERAL = "__rewind_literal__"
+MARKER_KEYS = frozenset({BYTES_UTF8, BYTES_HEX, LITERAL})
+
+# Process-dependent spellings: ``<Foo object at 0x7f3a...>`` and ``id=140234...``.
+_ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def normalize_repr(text: str) -> str:
+    """Remove memory addresses from a repr so it is identical across processes."""
+    return _ADDRESS.sub("0x…", text)
+
+
+def canonical_json(value: Any) -> str:
+    """The one spelling of JSON data used for fingerprints: sorted keys, no spaces."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_no_default)
+
+
+def fingerprint(jsonable: Any) -> str:
+    """sha256 over the canonical JSON of already-converted data."""
+    return hashlib.sha256(canonical_json(jsonable).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _no_default(value: Any) -> Any:
+    raise TypeError(f"not JSON data: {type(value).__name__}; call to_jsonable first")
+
+
+def to_jsonable(value: Any) -> Any:
+    """Convert ``value`` into JSON data, losslessly where the type allows."""
+    cls = type(value)
+    if cls is str or cls is int or cls is bool or value is None:
+        return value
+    if cls is float:
+        return value
+    if cls is dict:
+        return _convert_mapping(value)
+    if cls is list or cls is tuple:
+        return [to_jsonable(item) for item in value]
+    return _convert_other(value)
+
+
+def _convert_mapping(mapping: Mapping[Any, Any]) -> Any:
+    out: dict[str, Any] = {}
+    for key, item in mapping.items():
+        out[key if type(key) is str else _key_to_str(key)] = to_jsonable(item)
+    if len(out) == 1 and next(iter(out)) in MARKER_KEYS:
+        # A user dict that looks like one of our markers must not be revived as one.
+        return {LITERAL: out}
+    return out
+
+
+def _key_to_str(key: Any) -> str:
+    if isinstance(key, str):
+        return str(key)
+    if isinstance(key, bool) or key is None:
+        return json.dumps(key)
+    if isinstance(key, (int, float)):
+        return json.dumps(key)
+    # Frozensets, tuples, custom objects: stringify through the same ladder so the
+    # key is as stable across processes as a value would be.
+    return canonical_json(to_jsonable(key))
+
+
+def _convert_other(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return _convert_mapping(value)
+    if isinstance(value, enum.Enum):
+        return to_jsonable(value.value)
+    if isinstance(value, (str, int, float, bool)):
+        # Subclasses of the scalar types (IntEnum handled above, str subclasses here).
+        for base in _SCALARS[:-1]:
+            if isinstance(value, base):
+                return base(value)
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(item) for item in value]
+    if isinstance(value, (set, frozenset)):
+        items = [to_jsonable(item) for item in value]
+        return sorted(items, key=canonical_json)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        raw = bytes(value)
+        try:
+            return {BYTES_UTF8: raw.decode("utf-8")}
+        except UnicodeDecodeError:
+            return {BYTES_HEX: raw.hex()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    model_dump = getattr(value, "model_dump", None)
+    if callable(model_dump) and not isinstance(value, type):
+        try:
+            return to_jsonable(model_dump(mode="json"))
+        except Exception:  # noqa: BLE001 - a broken model_dump falls back to repr below
+            pass
+    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
+        return value.isoformat()
+    if isinstance(value, _dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, (uuid.UUID, decimal.Decimal, pathlib.PurePath)):
+        return str(value)
+    if isinstance(value, (range, type(reversed([])))):
+        return [to_jsonable(item) for item in value]
+    text = normalize_repr(repr(value))
+    warnings.warn(
+        f"rewind recorded a {type(value).__module__}.{type(value).__qualname__} as its repr {text[:80]!r}; "
+        "it will replay as a string. Return JSON-able data (or a dataclass / pydantic model) "
+        "from intercepted calls to keep full fidelity.",
+        LossySerializationWarning,
+        stacklevel=4,
+    )
+    return text
+
+
+def from_jsonable(value: Any) -> Any:
+    """Undo the reversible markers of ``to_jsonable``: bytes come back as bytes."""
+    cls = type(value)
+    if cls is dict:
+        if len(value) == 1:
+            (key, inner), = value.items()
+            if key == BYTES_UTF8 and isinstance(inner, str):
+                return inner.encode("utf-8")
+            if key == BYTES_HEX and isinstance(inner, str):
+                return bytes.fromhex(inner)
+            if key == LITERAL and isinstance(inner, dict):
+                return {k: from_jsonable(v) for k, v in inner.items()}
+        return {k: from_jsonable(v) for k, v in value.items()}
+    if cls is list:
+        return [from_jsonable(item) for item in value]
+    return value

@@ -1,0 +1,298 @@
+"""The interception core: the one path every recorded or replayed call takes.
+
+Decorators and SDK instrumentors both drive a ``Call``:
+
+    call = begin_call("llm", name, request, span_name=..., attributes=...)
+    if call is None:                 # no session: plain passthrough
+        return invoke()
+    if call.replaying:               # a recorded event answers
+        return revive(call.replay_response())
+    with call.activate():            # live: the span is current while the call runs
+        try:
+            result = invoke()
+        except Exception as exc:
+            call.fail(exc)
+            raise
+    call.succeed(to_json(result))
+    return result
+
+Canonicalization, redaction and the live call run outside the session lock; only the
+matching decision, seq reservation and event append run under it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import trace as trace_api
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from ._channel import PARCELS, Parcel
+from .canonical import fingerprint, to_jsonable
+from .errors import DivergenceError
+from .replayed_error import decode_error, encode_error
+from .telemetry import STARTING, TRACERS, usage_attributes
+from .trace import Event
+
+if TYPE_CHECKING:
+    from .session import Session
+
+OPERATIONS = {"llm": "chat", "tool": "execute_tool", "memory": "retrieval"}
+
+
+class Call:
+    """One intercepted call in flight: its identity, its span and its outcome."""
+
+    __slots__ = (
+        "session",
+        "kind",
+        "name",
+        "request",
+        "identity",
+        "fingerprint",
+        "stored_request",
+        "seq",
+        "served",
+        "divergence",
+        "decided",
+        "span",
+        "span_pending",
+        "ts",
+        "_t0",
+        "_ended",
+    )
+
+    def __init__(self, session: Session, kind: str, name: str, request: Any) -> None:
+        self.session = session
+        self.kind = kind
+        self.name = name
+        self.request = to_jsonable(request)
+        normalize = session.normalize
+        if normalize is not None:
+            # The stored request keeps its real values; only the identity is normalized.
+            self.identity = normalize(json.loads(json.dumps(self.request)))
+        else:
+            self.identity = self.request
+        self.fingerprint = fingerprint(self.identity)
+        self.stored_request = self.request
+        if session.redact is not None:
+            self.stored_request = session.redact(json.loads(json.dumps(self.request)))
+        self.seq: int | None = None
+        self.served: Event | None = None
+        self.divergence: DivergenceError | None = None
+        self.decided = False
+        self.span: trace_api.Span = trace_api.INVALID_SPAN
+        self.span_pending = False
+        self.ts = time.time()
+        self._t0 = time.perf_counter()
+        self._ended = False
+
+    # -- start ----------------------------------------------------------------
+    def _start_span(self, span_name: str | None, attributes: Mapping[str, Any] | None) -> None:
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": OPERATIONS.get(self.kind, self.kind),
+            "rewind.kind": self.kind,
+            "rewind.name": self.name,
+            "rewind.fingerprint": self.fingerprint,
+            "rewind.mode": self.session.mode,
+        }
+        if self.kind == "tool":
+            attrs["gen_ai.tool.name"] = self.name
+        if attributes:
+            attrs.update(attributes)
+        if span_name is None:
+            model = self.request.get("model") if isinstance(self.request, dict) else None
+            target = model if isinstance(model, str) and self.kind == "llm" else self.name
+            span_name = f"{attrs['gen_ai.operation.name']} {target}"
+            if isinstance(model, str) and self.kind == "llm":
+                attrs.setdefault("gen_ai.request.model", model)
+        token = STARTING.set(self)
+        self.span_pending = True
+        try:
+            self.span = TRACERS.tracer().start_span(span_name, kind=SpanKind.CLIENT, attributes=attrs)
+        finally:
+            self.span_pending = False
+            STARTING.reset(token)
+        if not self.decided:
+            # The span was not sampled (or OpenTelemetry is disabled), so no processor
+            # saw it start: decide here, the same way.
+            self.session.decide(self)
+        if self.seq is not None and self.span.is_recording():
+            self.span.set_attribute("rewind.seq", self.seq)
+            if self.served is not None:
+                self.span.set_attribute("rewind.replayed", True)
+                self.span.set_attribute("rewind.replayed_step", self.served.seq)
+
+    # -- replay -----------------------------------------------------------------
+    @property
+    def replaying(self) -> bool:
+        """True when the recording answers this call (or the replay diverged)."""
+        return self.served is not None or self.divergence is not None
+
+    def take_served(self) -> Event:
+        """The recorded event answering this call, after the session's delivery hooks.
+
+        Raises the ``DivergenceError`` when there is none.
+        """
+        if self.divergence is not None:
+            error = self.divergence
+            self._end_with_error(error)
+            raise error
+        assert self.served is not None
+        self.session.delivered(self.served)
+        return self.served
+
+    def replay_response(self) -> Any:
+        """The recorded response (JSON data), or the recorded error raised again."""
+        event = self.take_served()
+        if not event.ok:
+            self.raise_recorded_error(event)
+        self.end_replayed()
+        return event.response
+
+    def raise_recorded_error(self, event: Event, error: BaseException | None = None) -> None:
+        if error is None:
+            error = decode_error(event.error or {}, event.seq)
+        self._end_with_error(error)
+        raise error
+
+    def end_replayed(self, attributes: Mapping[str, Any] | None = None) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        if self.span.is_recording():
+            if self.served is not None:
+                self.span.set_attributes(usage_attributes(self.served.response))
+            if attributes:
+                self.span.set_attributes(attributes)
+        self.span.end()
+
+    # -- live -------------------------------------------------------------------
+    @contextmanager
+    def activate(self) -> Iterator[trace_api.Span]:
+        """Make this call's span current while the live call runs (HTTP spans nest under it)."""
+        with trace_api.use_span(self.span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
+            yield self.span
+
+    def succeed(
+        self,
+        response: Any,
+        *,
+        extra: Mapping[str, Any] | None = None,
+        attributes: Mapping[str, Any] | None = None,
+        converted: bool = False,
+    ) -> Event:
+        """Record the live call's response; ``converted`` when it is JSON data already."""
+        data = response if converted else to_jsonable(response)
+        if self.session.redact is not None:
+            data = self.session.redact(data)
+        event = self._event(response=data, extra=extra)
+        if self.span.is_recording():
+            self.span.set_attributes(usage_attributes(data))
+            if attributes:
+                self.span.set_attributes(attributes)
+        self._commit(event)
+        return event
+
+    def fail(
+        self,
+        exc: BaseException,
+        *,
+        error: Mapping[str, Any] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> Event | None:
+        """Record the live call's exception. Cancellations and exits are not steps."""
+        if not isinstance(exc, Exception):
+            self._end_with_error(exc)
+            return None
+        record = dict(error) if error is not None else encode_error(exc)
+        if self.session.redact is not None:
+            record = self.session.redact(record)
+        if self.span.is_recording():
+            self.span.record_exception(exc)
+            self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:256]))
+            self.span.set_attribute("error.type", type(exc).__qualname__)
+        event = self._event(error=record, extra=extra)
+        self._commit(event)
+        return event
+
+    def _event(self, *, response: Any = None, error: Mapping[str, Any] | None = None, extra: Mapping[str, Any] | None = None) -> Event:
+        assert self.seq is not None
+        return Event(
+            self.seq,
+            self.kind,
+            self.name,
+            self.fingerprint,
+            self.stored_request,
+            response,
+            error,
+            duration_ms=round((time.perf_counter() - self._t0) * 1000.0, 3),
+            ts=self.ts,
+            live=True,
+            extra=extra,
+        )
+
+    def _commit(self, event: Event) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        session = self.session
+        session.append(event)
+        span = self.span
+        if session.writer is None:
+            span.end()
+            return
+        if span.is_recording():
+            span_id = span.get_span_context().span_id
+            PARCELS[span_id] = Parcel(session, event)
+            span.end()
+            if PARCELS.pop(span_id, None) is None:
+                return  # the exporter wrote it
+        else:
+            span.end()
+        # No exporter took the event (span not exported, or the export failed):
+        # write it here, where a failure raises instead of losing the step.
+        session.writer.write(event)
+
+    def _end_with_error(self, exc: BaseException) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        if self.span.is_recording():
+            self.span.record_exception(exc)
+            self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:256]))
+            self.span.set_attribute("error.type", type(exc).__qualname__)
+        self.span.end()
+
+    def abandon(self, exc: BaseException | None = None) -> None:
+        """End the span without recording a step (the call never completed)."""
+        if exc is not None:
+            self._end_with_error(exc)
+        elif not self._ended:
+            self._ended = True
+            self.span.end()
+
+
+def begin_call(
+    kind: str,
+    name: str,
+    request: Any,
+    *,
+    span_name: str | None = None,
+    attributes: Mapping[str, Any] | None = None,
+) -> Call | None:
+    """Start intercepting a call, or return ``None`` when no session is active."""
+    from .session import current_session, warn_if_threadless
+
+    session = current_session()
+    if session is None:
+        warn_if_threadless(kind, name)
+        return None
+    call = Call(session, kind, name, request)
+    call._start_span(span_name, attributes)
+    return call
+

@@ -1,0 +1,133 @@
+"""``@rewind.llm``, ``@rewind.tool`` and ``@rewind.memory``.
+
+Each decorated call is one span and one event. The request is the call's arguments
+bound to the function's parameter names (``self``/``cls`` left out, ``**kwargs``
+flattened), so calling positionally or by keyword gives the same identity.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any, TypeVar, overload
+
+from .canonical import from_jsonable
+from .core import begin_call
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _call_name(fn: Callable[..., Any]) -> str:
+    qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    return qualname.replace("<locals>.", "")
+
+
+class _RequestBinder:
+    """Turns ``(args, kwargs)`` into the request dict for one decorated function."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        try:
+            self._signature: inspect.Signature | None = inspect.signature(fn)
+        except (TypeError, ValueError):
+            self._signature = None
+        params = list(self._signature.parameters.values()) if self._signature else []
+        self._skip_first = bool(params) and params[0].name in ("self", "cls") and params[0].kind in (
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        )
+        self._var_kw = {p.name for p in params if p.kind is inspect.Parameter.VAR_KEYWORD}
+
+    def __call__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self._signature is None:
+            return {"args": list(args), "kwargs": kwargs}
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError:
+            # The live call will raise the same TypeError; keep a faithful request anyway.
+            return {"args": list(args), "kwargs": kwargs}
+        request: dict[str, Any] = {}
+        for index, (name, value) in enumerate(bound.arguments.items()):
+            if index == 0 and self._skip_first:
+                continue
+            if name in self._var_kw:
+                request.update(value)
+            else:
+                request[name] = value
+        return request
+
+
+def _wrap(kind: str, fn: Callable[..., Any], name: str | None) -> Callable[..., Any]:
+    if not callable(fn):
+        raise TypeError(f"@rewind.{kind} decorates a function, not {type(fn).__name__}")
+    call_name = name or _call_name(fn)
+    bind = _RequestBinder(fn)
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            call = begin_call(kind, call_name, bind(args, kwargs))
+            if call is None:
+                return await fn(*args, **kwargs)
+            if call.replaying:
+                return from_jsonable(call.replay_response())
+            try:
+                with call.activate():
+                    result = await fn(*args, **kwargs)
+            except BaseException as exc:
+                call.fail(exc)
+                raise
+            call.succeed(result)
+            return result
+
+        async_wrapper.__rewind_kind__ = kind  # type: ignore[attr-defined]
+        async_wrapper.__rewind_name__ = call_name  # type: ignore[attr-defined]
+        return async_wrapper
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        call = begin_call(kind, call_name, bind(args, kwargs))
+        if call is None:
+            return fn(*args, **kwargs)
+        if call.replaying:
+            return from_jsonable(call.replay_response())
+        try:
+            with call.activate():
+                result = fn(*args, **kwargs)
+        except BaseException as exc:
+            call.fail(exc)
+            raise
+        call.succeed(result)
+        return result
+
+    wrapper.__rewind_kind__ = kind  # type: ignore[attr-defined]
+    wrapper.__rewind_name__ = call_name  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _decorator(kind: str) -> Any:
+    @overload
+    def decorate(fn: F, /) -> F: ...
+    @overload
+    def decorate(fn: None = None, /, *, name: str | None = None) -> Callable[[F], F]: ...
+
+    def decorate(fn: Any = None, /, *, name: str | None = None) -> Any:
+        if fn is None:
+            return lambda f: _wrap(kind, f, name)
+        if isinstance(fn, str):
+            raise TypeError(f"use @rewind.{kind}(name={fn!r}) to name a call")
+        return _wrap(kind, fn, name)
+
+    decorate.__name__ = kind
+    decorate.__qualname__ = kind
+    decorate.__doc__ = (
+        f"Record and replay calls of the decorated function as {kind!r} events.\n\n"
+        f"Use bare (``@rewind.{kind}``) or with ``name=`` to set the recorded call name."
+    )
+    return decorate
+
+
+llm = _decorator("llm")
+tool = _decorator("tool")
+memory = _decorator("memory")

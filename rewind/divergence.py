@@ -1,0 +1,224 @@
+"""Explaining a replay miss: which step, what differs, why, and what to do.
+
+Every ``DivergenceError`` is built here so the explanation is the same whichever
+matcher raised it: a classified reason, a unified diff of recorded vs incoming
+request in readable JSON, a fix hint and the nearest recorded candidate.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from .canonical import canonical_json
+from .errors import DivergenceError
+from .matching import IncomingCall
+from .trace import Event, Trace
+
+LONGER = "run longer than the recording"
+KIND = "call kind mismatch"
+NAME = "call name mismatch"
+ORDER = "order drift"
+VOLATILE = "volatile field"
+TOOLS = "tool-schema drift"
+CONTENT = "prompt/content drift"
+
+_HINTS = {
+    LONGER: "the agent made more calls than were recorded. Re-record the run, or use "
+    "rewind.fork(path, at=len(trace)) to extend it live.",
+    KIND: "the agent now makes a different kind of call at this step. The code path changed: "
+    "re-record, or replay with match='fuzzy' to skip over the change.",
+    NAME: "the agent now calls a different function at this step. If it was renamed, pass "
+    "name='<old name>' to the decorator; otherwise re-record.",
+    ORDER: "this exact call was recorded at another step: the calls completed in a different "
+    "order. Replay with match='parallel' to serve by identity regardless of order.",
+    VOLATILE: "only values that change every run (a timestamp, uuid or random id) differ. Pass "
+    "normalize=fn to record() and replay() to drop them from the call's identity.",
+    TOOLS: "the tool definitions sent to the model changed. Re-record the run, or replay with "
+    "match='ordered' to serve by position while you iterate.",
+    CONTENT: "the request content changed (prompt, messages or arguments). If that is intended, "
+    "re-record; replay with match='fuzzy' or 'ordered' to tolerate it.",
+}
+
+_VOLATILE_VALUE = re.compile(
+    r"""^(
+        [0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}   # uuid
+      | \d{4}-\d{2}-\d{2}[T\s]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?      # iso time
+      | \d{9,13}(\.\d+)?                                                              # epoch
+      | [0-9a-fA-F]{16,}                                                              # hex id
+      | [A-Za-z]+[_-][A-Za-z0-9]{12,}                                                 # prefixed id
+    )$""",
+    re.VERBOSE,
+)
+_VOLATILE_INSIDE = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+    r"|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?"
+    r"|\b\d{10,13}(\.\d+)?\b"
+)
+_TOOL_KEYS = {"tools", "functions", "tool_choice", "function_call", "parallel_tool_calls"}
+_MAX_DIFF_LINES = 60
+_LONG = 160
+
+
+def divergence(
+    trace: Trace, cursor: int, call: IncomingCall, expected: Event | None, reason: str | None = None
+) -> DivergenceError:
+    """Build the explained error for ``call`` missing ``expected`` at ``cursor``."""
+    step = expected.seq if expected is not None else cursor
+    if reason is None:
+        reason = classify(trace, cursor, call, expected)
+    diff = ""
+    if expected is not None and expected.kind == call.kind:
+        diff = request_diff(expected.request, call.request, step)
+    hint = _HINTS.get(reason, "")
+    lines = [f"rewind: replay diverged at step {step}: {reason}"]
+    if expected is not None:
+        lines.append(f"  recorded: {expected.kind} {expected.name!r}")
+    else:
+        lines.append(f"  recorded: nothing (the trace has {len(trace.events)} steps)")
+    lines.append(f"  incoming: {call.kind} {call.name!r}")
+    if diff:
+        lines.append("  request diff (recorded -> incoming):")
+        lines.extend("    " + line for line in diff.splitlines())
+    if hint:
+        lines.append(f"  hint: {hint}")
+    nearest = nearest_candidate(trace, call, exclude=expected)
+    if nearest is not None:
+        event, score = nearest
+        lines.append(f"  nearest recorded candidate: step {event.seq} ({event.kind} {event.name!r}, {score:.0%} similar)")
+    got = {"kind": call.kind, "name": call.name, "fingerprint": call.fingerprint, "request": call.request}
+    return DivergenceError("\n".join(lines), step=step, reason=reason, expected=expected, got=got, diff=diff, hint=hint)
+
+
+def classify(trace: Trace, cursor: int, call: IncomingCall, expected: Event | None) -> str:
+    if expected is None:
+        return LONGER
+    if _recorded_elsewhere(trace, call, expected):
+        return ORDER
+    if expected.kind != call.kind:
+        return KIND
+    if expected.name != call.name:
+        return NAME
+    changed = list(_changed_paths(expected.request, call.request, ()))
+    if changed and all(path and path[0] in _TOOL_KEYS for path, _, _ in changed):
+        return TOOLS
+    if changed and all(_is_volatile(a, b) for _, a, b in changed):
+        return VOLATILE
+    return CONTENT
+
+
+def _recorded_elsewhere(trace: Trace, call: IncomingCall, expected: Event) -> bool:
+    for event in trace.events:
+        if event is not expected and event.fingerprint == call.fingerprint and event.kind == call.kind and event.name == call.name:
+            return True
+    return False
+
+
+def _changed_paths(a: Any, b: Any, path: tuple[Any, ...]) -> Iterator[tuple[tuple[Any, ...], Any, Any]]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            yield from _changed_paths(a.get(key), b.get(key), (*path, key))
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for index, (x, y) in enumerate(zip(a, b)):
+            yield from _changed_paths(x, y, (*path, index))
+    elif a != b:
+        yield path, a, b
+
+
+def _is_volatile(a: Any, b: Any) -> bool:
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool):
+        return abs(a) >= 1e9 and abs(b) >= 1e9  # epoch seconds or milliseconds
+    if not isinstance(a, str) or not isinstance(b, str):
+        return False
+    if _VOLATILE_VALUE.match(a) and _VOLATILE_VALUE.match(b):
+        return True
+    # A volatile token embedded in text: identical once the tokens are masked.
+    masked_a, count_a = _VOLATILE_INSIDE.subn("<v>", a)
+    masked_b, count_b = _VOLATILE_INSIDE.subn("<v>", b)
+    return count_a > 0 and masked_a == masked_b and count_a == count_b
+
+
+def request_diff(recorded: Any, incoming: Any, step: int) -> str:
+    """A unified diff of two requests as indented JSON, long strings elided around the change."""
+    left, right = _elide_pair(recorded, incoming)
+    a = json.dumps(left, indent=2, sort_keys=True, ensure_ascii=False, default=str).splitlines()
+    b = json.dumps(right, indent=2, sort_keys=True, ensure_ascii=False, default=str).splitlines()
+    lines = list(difflib.unified_diff(a, b, f"recorded step {step}", "incoming call", n=2, lineterm=""))
+    if len(lines) > _MAX_DIFF_LINES:
+        hidden = len(lines) - _MAX_DIFF_LINES
+        lines = lines[:_MAX_DIFF_LINES] + [f"... ({hidden} more diff lines)"]
+    return "\n".join(lines)
+
+
+def _elide_pair(a: Any, b: Any) -> tuple[Any, Any]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = set(a) | set(b)
+        out_a: dict[str, Any] = {}
+        out_b: dict[str, Any] = {}
+        for key in keys:
+            if key in a and key in b:
+                out_a[key], out_b[key] = _elide_pair(a[key], b[key])
+            elif key in a:
+                out_a[key] = _elide_one(a[key])
+            else:
+                out_b[key] = _elide_one(b[key])
+        return out_a, out_b
+    if isinstance(a, list) and isinstance(b, list):
+        pairs = [_elide_pair(x, y) for x, y in zip(a, b)]
+        la = [p[0] for p in pairs] + [_elide_one(x) for x in a[len(b):]]
+        lb = [p[1] for p in pairs] + [_elide_one(y) for y in b[len(a):]]
+        return la, lb
+    if isinstance(a, str) and isinstance(b, str) and a != b and max(len(a), len(b)) > _LONG:
+        return _around_change(a, b)
+    return _elide_one(a) if a == b else a, _elide_one(b) if a == b else b
+
+
+def _elide_one(value: Any) -> Any:
+    if isinstance(value, str) and len(value) > _LONG:
+        return f"{value[:60]}…({len(value) - 60} more chars)"
+    if isinstance(value, dict):
+        return {k: _elide_one(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_elide_one(v) for v in value]
+    return value
+
+
+def _around_change(a: str, b: str, keep: int = 40) -> tuple[str, str]:
+    prefix = 0
+    limit = min(len(a), len(b))
+    while prefix < limit and a[prefix] == b[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and a[-1 - suffix] == b[-1 - suffix]:
+        suffix += 1
+
+    def cut(s: str) -> str:
+        start = max(0, prefix - keep)
+        end = len(s) - max(0, suffix - keep)
+        head = f"…({start} chars)" if start else ""
+        tail = f"…({len(s) - end} chars)" if end < len(s) else ""
+        return head + s[start:end] + tail
+
+    return cut(a), cut(b)
+
+
+def nearest_candidate(trace: Trace, call: IncomingCall, *, exclude: Event | None, limit: int = 400) -> tuple[Event, float] | None:
+    """The recorded event most similar to ``call`` (same kind), for orientation."""
+    target = canonical_json(call.request)[:4000]
+    best: tuple[Event, float] | None = None
+    for event in trace.events[:limit]:
+        if event is exclude or event.kind != call.kind:
+            continue
+        candidate = canonical_json(event.request)[:4000]
+        matcher = difflib.SequenceMatcher(None, target, candidate, autojunk=False)
+        if matcher.real_quick_ratio() <= (best[1] if best else 0.0):
+            continue
+        score = matcher.ratio()
+        if event.name == call.name:
+            score = min(1.0, score + 0.05)
+        if best is None or score > best[1]:
+            best = (event, score)
+    return best

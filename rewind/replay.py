@@ -1,0 +1,101 @@
+"""``ReplaySpanProcessor``: serves recorded events to replaying calls as their spans start.
+
+It owns the replay state of one session (the trace, the matcher, the cursor, which
+events were served) and decides, under the session lock, what answers each incoming
+call: a recorded event, a ``DivergenceError``, or, past a fork point, the live call.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from .matching import IncomingCall, Matcher
+from .telemetry import STARTING
+from .trace import Event, Trace
+
+if TYPE_CHECKING:
+    from .core import Call
+
+
+class ReplaySpanProcessor(SpanProcessor):
+    """Picks the recorded event for each call of one replay or fork session."""
+
+    def __init__(self, trace: Trace, matcher: Matcher, lock: threading.Lock, *, fork_at: int | None = None) -> None:
+        self.trace = trace
+        self.matcher = matcher
+        self.fork_at = fork_at
+        self.cursor = 0
+        self.served: set[int] = set()
+        self.went_live = False
+        self._lock = lock
+        matcher.start(trace)
+
+    # -- SpanProcessor ----------------------------------------------------------
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        call = STARTING.get()
+        if call is not None and not call.decided:
+            self.serve(call)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+    # -- the decision -----------------------------------------------------------
+    def serve(self, call: Call) -> None:
+        """Decide what answers ``call``: sets ``call.served``, ``call.divergence`` or a live seq."""
+        from .errors import DivergenceError
+
+        incoming = IncomingCall(call.kind, call.name, call.fingerprint, call.request, call.identity)
+        with self._lock:
+            if call.decided:
+                return
+            call.decided = True
+            try:
+                event = self._pick(incoming)
+            except DivergenceError as error:
+                call.divergence = error
+                return
+            if event is None:
+                self.went_live = True
+                call.seq = call.session.reserve_seq_locked()
+                return
+            self.served.add(event.seq)
+            self.cursor += 1
+            call.served = event
+            call.seq = event.seq
+            call.session.note_served_locked(event)
+
+    def _pick(self, incoming: IncomingCall) -> Event | None:
+        if self.fork_at is None:
+            return self.matcher.match(self.cursor, incoming, self.trace)
+        if self.went_live:
+            return None
+        if getattr(self.matcher, "positional", True):
+            if self.cursor >= self.fork_at:
+                return None
+            return self.matcher.match(self.cursor, incoming, self.trace)
+        serve_prefix: Any = getattr(self.matcher, "serve_prefix", None)
+        if serve_prefix is None:
+            raise TypeError(
+                f"{type(self.matcher).__name__} declares positional = False but has no serve_prefix(); "
+                "fork() needs it to know which recorded steps lie before the fork point"
+            )
+        return serve_prefix(
+            self.cursor, incoming.kind, incoming.name, incoming.fingerprint, incoming.identity, self.trace, self.fork_at
+        )
+
+    def unconsumed(self) -> list[Event]:
+        """Recorded events never served (before the fork point, for a fork)."""
+        events = self.trace.events
+        if self.fork_at is not None:
+            events = events[: self.fork_at]
+        return [event for event in events if event.seq not in self.served]

@@ -1,0 +1,294 @@
+"""Sessions: ``record``, ``replay`` and ``fork``, and the context variable that carries them.
+
+A session lives in a ``ContextVar``, so asyncio tasks created inside it inherit it
+and unrelated tasks never see it. The session lock covers only the stateful core:
+the replay decision, seq reservation and the in-memory append.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import warnings
+import weakref
+from collections.abc import Callable
+from contextvars import ContextVar, Token
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.sdk.trace import ReadableSpan, Span
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+from .exporters.rewind_file import RewindSpanExporter
+from .errors import RewindError, ThreadlessCallWarning, UnconsumedEventsWarning
+from .matching import Matcher, resolve_matcher
+from .replay import ReplaySpanProcessor
+from .trace import Event, PathLike, Trace, TraceWriter, new_header
+
+if TYPE_CHECKING:
+    from .core import Call
+
+Payload = Any
+Redactor = Callable[[Payload], Payload]
+Normalizer = Callable[[Payload], Payload]
+StepCallback = Callable[[Event], Any]
+
+_ACTIVE: ContextVar[Session | None] = ContextVar("rewind_session", default=None)
+_OPEN: weakref.WeakSet[Session] = weakref.WeakSet()
+
+
+def current_session() -> Session | None:
+    """The session active in this context (thread or asyncio task), or ``None``."""
+    return _ACTIVE.get()
+
+
+def warn_if_threadless(kind: str, name: str) -> None:
+    """Warn once per session when a call escapes it by running in another thread."""
+    if not _OPEN:
+        return
+    here = threading.current_thread()
+    for session in list(_OPEN):
+        if session._thread is not here and not session._warned_threadless:
+            session._warned_threadless = True
+            warnings.warn(
+                f"rewind: {kind} call {name!r} ran in thread {here.name!r} outside the active "
+                f"{session.mode} session, so it was neither recorded nor replayed (it ran live). "
+                "Threads start with an empty context: call rewind.patch_thread_pool() for "
+                "ThreadPoolExecutor workers, or run the function via contextvars.copy_context().run.",
+                ThreadlessCallWarning,
+                stacklevel=4,
+            )
+
+
+class Session:
+    """An active record, replay or fork. Use it as a context manager (sync or async)."""
+
+    def __init__(
+        self,
+        mode: str,
+        *,
+        path: PathLike,
+        meta: dict[str, Any] | None = None,
+        redact: Redactor | None = None,
+        normalize: Normalizer | None = None,
+        match: str | Matcher = "strict",
+        on_step: StepCallback | None = None,
+        break_at: int | None = None,
+        require_full_consumption: bool = False,
+        fork_at: int | None = None,
+        save_as: PathLike | None = None,
+    ) -> None:
+        if redact is not None and not callable(redact):
+            raise TypeError(f"redact= must be a callable payload -> payload, not {type(redact).__name__}")
+        if normalize is not None and not callable(normalize):
+            raise TypeError(f"normalize= must be a callable payload -> payload, not {type(normalize).__name__}")
+        if on_step is not None and not callable(on_step):
+            raise TypeError(f"on_step= must be a callable taking an Event, not {type(on_step).__name__}")
+        if meta is not None and not isinstance(meta, dict):
+            raise TypeError(f"meta= must be a dict, not {type(meta).__name__}")
+        self.mode = mode
+        self.path = os.fspath(path)
+        self.redact = redact
+        self.normalize = normalize
+        self.on_step = on_step
+        self.break_at = break_at
+        self.require_full_consumption = require_full_consumption
+        self.new_events: list[Event] = []
+        self.writer: TraceWriter | None = None
+        self._meta = meta
+        self._match = match
+        self._fork_at = fork_at
+        self._save_as = os.fspath(save_as) if save_as is not None else None
+        self._lock = threading.Lock()
+        self._next_seq = 0
+        self._replayer: ReplaySpanProcessor | None = None
+        self._export: SimpleSpanProcessor | None = None
+        self._token: Token[Session | None] | None = None
+        self._thread = threading.current_thread()
+        self._warned_threadless = False
+        self._entered = False
+        self.trace = Trace(path=self.path)
+
+    # -- public state -------------------------------------------------------------
+    @property
+    def cursor(self) -> int:
+        """How many recorded events have been served (the next position, for positional matchers)."""
+        return self._replayer.cursor if self._replayer is not None else 0
+
+    @property
+    def matcher(self) -> Matcher | None:
+        return self._replayer.matcher if self._replayer is not None else None
+
+    def __repr__(self) -> str:
+        return f"Session(mode={self.mode!r}, path={self.path!r}, cursor={self.cursor}, new_events={len(self.new_events)})"
+
+    # -- lifecycle ----------------------------------------------------------------
+    def __enter__(self) -> Session:
+        if self._entered:
+            raise RewindError("a rewind session can be entered only once; call record()/replay() again")
+        self._entered = True
+        self._open()
+        self._token = _ACTIVE.set(self)
+        _OPEN.add(self)
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        _OPEN.discard(self)
+        if self._token is not None:
+            try:
+                _ACTIVE.reset(self._token)
+            except ValueError:  # exited in another context (e.g. a different task)
+                _ACTIVE.set(None)
+            self._token = None
+        self._close()
+        if exc_type is None:
+            self._check_consumption()
+
+    async def __aenter__(self) -> Session:
+        return self.__enter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+    def _open(self) -> None:
+        if self.mode == "record":
+            header = new_header(self._meta)
+            self.trace = Trace(header=header, path=self.path)
+            self.writer = TraceWriter(self.path, header)
+        else:
+            source = Trace.open(self.path)
+            self.trace = source
+            matcher = resolve_matcher(self._match)
+            self._replayer = ReplaySpanProcessor(source, matcher, self._lock, fork_at=self._fork_at)
+            if self._save_as is not None:
+                header = new_header(
+                    self._meta if self._meta is not None else source.meta,
+                    forked_from={"path": self.path, "at": self._fork_at, "created": source.header.get("created")},
+                )
+                self.writer = TraceWriter(self._save_as, header)
+        if self.writer is not None:
+            self._export = SimpleSpanProcessor(RewindSpanExporter(self.writer))
+
+    def _close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+    def _check_consumption(self) -> None:
+        if self._replayer is None:
+            return
+        left = self._replayer.unconsumed()
+        if not left:
+            return
+        steps = ", ".join(str(e.seq) for e in left[:10]) + (" …" if len(left) > 10 else "")
+        message = (
+            f"rewind: replay of {self.path} ended with {len(left)} recorded event(s) never served "
+            f"(steps {steps}); the run ended earlier than the recording or skipped steps."
+        )
+        if self.require_full_consumption:
+            raise RewindError(message + " require_full_consumption=True makes this a failure.")
+        warnings.warn(message, UnconsumedEventsWarning, stacklevel=3)
+
+    # -- used by the interception core ------------------------------------------------
+    def decide(self, call: Call) -> None:
+        """Decide what answers ``call``: a recorded event (replay) or a fresh seq (live)."""
+        if self._replayer is not None:
+            self._replayer.serve(call)
+            return
+        with self._lock:
+            if not call.decided:
+                call.decided = True
+                call.seq = self.reserve_seq_locked()
+
+    def reserve_seq_locked(self) -> int:
+        seq = self._next_seq
+        self._next_seq += 1
+        return seq
+
+    def note_served_locked(self, event: Event) -> None:
+        # A fork's live suffix continues numbering after the last served step.
+        if event.seq >= self._next_seq:
+            self._next_seq = event.seq + 1
+        if self.writer is not None and self.mode == "fork":
+            self.writer.write(event.copy(live=False))
+
+    def on_span_start(self, span: Span, call: Call) -> None:
+        if self._replayer is not None:
+            self._replayer.on_start(span)
+        else:
+            self.decide(call)
+
+    def on_span_end(self, span: ReadableSpan) -> None:
+        if self._export is not None:
+            self._export.on_end(span)
+
+    def append(self, event: Event) -> None:
+        with self._lock:
+            self.new_events.append(event)
+            if self.mode == "record":
+                self.trace.events.append(event)
+
+    def delivered(self, event: Event) -> None:
+        """Hooks that run after the lock, once a recorded event is about to be served."""
+        if self.on_step is not None:
+            self.on_step(event)
+        if self.break_at is not None and event.seq == self.break_at:
+            # The standard hook honours PYTHONBREAKPOINT (=0 disables, =ipdb.set_trace, …).
+            # Step "up" to reach the agent's frames.
+            sys.breakpointhook()
+
+
+
+def record(
+    path: PathLike,
+    *,
+    meta: dict[str, Any] | None = None,
+    redact: Redactor | None = None,
+    normalize: Normalizer | None = None,
+) -> Session:
+    """Record a live run to ``path``, one flushed line per call."""
+    return Session("record", path=path, meta=meta, redact=redact, normalize=normalize)
+
+
+def replay(
+    path: PathLike,
+    *,
+    match: str | Matcher = "strict",
+    require_full_consumption: bool = False,
+    on_step: StepCallback | None = None,
+    break_at: int | None = None,
+    redact: Redactor | None = None,
+    normalize: Normalizer | None = None,
+) -> Session:
+    """Replay ``path`` offline: every recorded call is served from the file."""
+    resolve_matcher(match)  # fail on a bad strategy name now, not at the first call
+    return Session(
+        "replay",
+        path=path,
+        match=match,
+        require_full_consumption=require_full_consumption,
+        on_step=on_step,
+        break_at=break_at,
+        redact=redact,
+        normalize=normalize,
+    )
+
+
+def fork(
+    path: PathLike,
+    *,
+    at: int,
+    match: str | Matcher = "strict",
+    save_as: PathLike | None = None,
+    redact: Redactor | None = None,
+    normalize: Normalizer | None = None,
+) -> Session:
+    """Serve steps ``[0, at)`` from ``path``, then run live; ``save_as`` writes the new run."""
+    if not isinstance(at, int) or isinstance(at, bool) or at < 0:
+        raise ValueError(f"fork(at=...) must be a step number >= 0, not {at!r}")
+    resolve_matcher(match)
+    return Session("fork", path=path, match=match, fork_at=at, save_as=save_as, redact=redact, normalize=normalize)

@@ -1,0 +1,123 @@
+"""Where rewind's spans come from and how they reach the session that owns them.
+
+Rewind never replaces the global tracer provider. When the application configured an
+SDK ``TracerProvider`` (by hand or through ``opentelemetry-instrument``), rewind's spans
+are created there, so they reach the user's exporters too, and one ``SessionRouter``
+processor is added to it once. Otherwise rewind uses a private provider of its own.
+
+The SDK cannot remove a span processor, so sessions never install processors: the
+router, installed once per provider, hands each span to the session that made it.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import trace as trace_api
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON
+
+from ._channel import PARCELS
+
+if TYPE_CHECKING:
+    from .core import Call
+
+TRACER_NAME = "rewind"
+
+#: The call whose span is being started right now, so processors can find it in on_start.
+STARTING: ContextVar[Call | None] = ContextVar("rewind_starting_call", default=None)
+
+
+class SessionRouter(SpanProcessor):
+    """Routes rewind spans to their session: replay decisions on start, file writes on end."""
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        call = STARTING.get()
+        if call is not None and call.span_pending:
+            call.session.on_span_start(span, call)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        context = span.context
+        if context is None:
+            return
+        parcel = PARCELS.get(context.span_id)
+        if parcel is not None:
+            parcel.session.on_span_end(span)
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+class _TracerSource:
+    """Resolves the tracer to use for each call; cheap when nothing changed."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._routed: weakref.WeakSet[TracerProvider] = weakref.WeakSet()
+        self._private: TracerProvider | None = None
+        self._last_provider: Any = None
+        self._last_tracer: trace_api.Tracer | None = None
+
+    def tracer(self) -> trace_api.Tracer:
+        provider = trace_api.get_tracer_provider()
+        if provider is self._last_provider and self._last_tracer is not None:
+            return self._last_tracer
+        with self._lock:
+            if isinstance(provider, TracerProvider):
+                target = provider
+            else:
+                target = self.private_provider()
+            if target not in self._routed:
+                target.add_span_processor(SessionRouter())
+                self._routed.add(target)
+            from . import __version__
+
+            tracer = target.get_tracer(TRACER_NAME, __version__)
+            self._last_provider, self._last_tracer = provider, tracer
+            return tracer
+
+    def private_provider(self) -> TracerProvider:
+        if self._private is None:
+            # ALWAYS_ON: when rewind owns the pipeline, no step may be sampled away.
+            self._private = TracerProvider(sampler=ALWAYS_ON, shutdown_on_exit=False)
+        return self._private
+
+    def uses_private_provider(self) -> bool:
+        return not isinstance(trace_api.get_tracer_provider(), TracerProvider)
+
+
+TRACERS = _TracerSource()
+
+
+def usage_attributes(response: Any) -> dict[str, Any]:
+    """GenAI response attributes found in an OpenAI- or Anthropic-shaped JSON response."""
+    attrs: dict[str, Any] = {}
+    if not isinstance(response, dict):
+        return attrs
+    if isinstance(response.get("id"), str):
+        attrs["gen_ai.response.id"] = response["id"]
+    if isinstance(response.get("model"), str):
+        attrs["gen_ai.response.model"] = response["model"]
+    usage = response.get("usage")
+    if isinstance(usage, dict):
+        input_tokens = usage.get("input_tokens", usage.get("prompt_tokens"))
+        output_tokens = usage.get("output_tokens", usage.get("completion_tokens"))
+        if isinstance(input_tokens, int):
+            attrs["gen_ai.usage.input_tokens"] = input_tokens
+        if isinstance(output_tokens, int):
+            attrs["gen_ai.usage.output_tokens"] = output_tokens
+    choices = response.get("choices")
+    if isinstance(choices, list):
+        reasons = [c.get("finish_reason") for c in choices if isinstance(c, dict) and isinstance(c.get("finish_reason"), str)]
+        if reasons:
+            attrs["gen_ai.response.finish_reasons"] = reasons
+    elif isinstance(response.get("stop_reason"), str):
+        attrs["gen_ai.response.finish_reasons"] = [response["stop_reason"]]
+    return attrs
