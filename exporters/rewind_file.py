@@ -38,7 +38,7 @@ class RewindSpanExporter(SpanExporter):
                 continue
             try:
                 self._writer.write(parcel.event)
-            except Exception:  # noqa: BLE001 - the parcel stays; the caller writes it loudly
+            except Exception:
                 return SpanExportResult.FAILURE
             # Only a written event leaves the channel: a failed export is retried by
             # the interception core, which raises instead of losing the step.

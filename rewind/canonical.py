@@ -120,7 +120,7 @@ def _convert_other(value: Any) -> Any:
     if callable(model_dump) and not isinstance(value, type):
         try:
             return to_jsonable(model_dump(mode="json"))
-        except Exception:  # noqa: BLE001 - a broken model_dump falls back to repr below
+        except Exception:
             pass
     if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
         return value.isoformat()

@@ -220,7 +220,9 @@ class Call:
         self._commit(event)
         return event
 
-    def _event(self, *, response: Any = None, error: Mapping[str, Any] | None = None, extra: Mapping[str, Any] | None = None) -> Event:
+    def _event(
+        self, *, response: Any = None, error: Mapping[str, Any] | None = None, extra: Mapping[str, Any] | None = None
+    ) -> Event:
         assert self.seq is not None
         return Event(
             self.seq,

@@ -65,7 +65,12 @@ def replayed_class(original: type[BaseException] | None) -> type[ReplayedError]:
         cls: type[ReplayedError] = type(
             original.__name__,
             (ReplayedError, original),
-            {"__module__": original.__module__, "__qualname__": original.__qualname__, "__init__": ReplayedError.__init__, "__str__": ReplayedError.__str__},
+            {
+                "__module__": original.__module__,
+                "__qualname__": original.__qualname__,
+                "__init__": ReplayedError.__init__,
+                "__str__": ReplayedError.__str__,
+            },
         )
     except TypeError:  # e.g. an instance-layout conflict with a C exception type
         cls = ReplayedError

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from .exporters.rewind_file import RewindSpanExporter
 from .errors import RewindError, ThreadlessCallWarning, UnconsumedEventsWarning
+from .exporters.rewind_file import RewindSpanExporter
 from .matching import Matcher, resolve_matcher
 from .replay import ReplaySpanProcessor
 from .trace import Event, PathLike, Trace, TraceWriter, new_header
@@ -121,7 +121,10 @@ class Session:
         return self._replayer.matcher if self._replayer is not None else None
 
     def __repr__(self) -> str:
-        return f"Session(mode={self.mode!r}, path={self.path!r}, cursor={self.cursor}, new_events={len(self.new_events)})"
+        return (
+            f"Session(mode={self.mode!r}, path={self.path!r}, cursor={self.cursor}, "
+            f"new_events={len(self.new_events)})"
+        )
 
     # -- lifecycle ----------------------------------------------------------------
     def __enter__(self) -> Session:

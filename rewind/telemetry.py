@@ -70,10 +70,7 @@ class _TracerSource:
         if provider is self._last_provider and self._last_tracer is not None:
             return self._last_tracer
         with self._lock:
-            if isinstance(provider, TracerProvider):
-                target = provider
-            else:
-                target = self.private_provider()
+            target = provider if isinstance(provider, TracerProvider) else self.private_provider()
             if target not in self._routed:
                 target.add_span_processor(SessionRouter())
                 self._routed.add(target)
@@ -115,7 +112,8 @@ def usage_attributes(response: Any) -> dict[str, Any]:
             attrs["gen_ai.usage.output_tokens"] = output_tokens
     choices = response.get("choices")
     if isinstance(choices, list):
-        reasons = [c.get("finish_reason") for c in choices if isinstance(c, dict) and isinstance(c.get("finish_reason"), str)]
+        reasons = [c.get("finish_reason") for c in choices if isinstance(c, dict)]
+        reasons = [r for r in reasons if isinstance(r, str)]
         if reasons:
             attrs["gen_ai.response.finish_reasons"] = reasons
     elif isinstance(response.get("stop_reason"), str):
