@@ -1,0 +1,132 @@
+"""Rewind on real OpenTelemetry pipelines. Each scenario runs in its own process, since
+the global tracer provider can be set only once per process."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+PROGRAM = r"""
+import json, os, sys
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+import rewind
+from rewind.telemetry import TRACERS
+
+scenario = sys.argv[1] if len(sys.argv) > 1 else os.environ["SCENARIO"]
+path = os.environ["TRACE"]
+memory = InMemorySpanExporter()
+if scenario in ("user_provider", "attribute_limits", "sampled_out"):
+    provider = TracerProvider(sampler=ALWAYS_OFF) if scenario == "sampled_out" else TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    trace.set_tracer_provider(provider)
+elif scenario == "no_otel":
+    TRACERS.private_provider().add_span_processor(SimpleSpanProcessor(memory))
+
+BIG = "x" * 10_000
+
+@rewind.llm
+def model(**request):
+    return {"id": "resp-1", "model": request["model"], "content": BIG,
+            "usage": {"prompt_tokens": 11, "completion_tokens": 7}}
+
+@rewind.tool
+def search(query):
+    return {"hits": [query, BIG]}
+
+def agent():
+    with trace.get_tracer("app").start_as_current_span("agent run"):
+        a = model(model="gpt-test", messages=[{"role": "user", "content": BIG}])
+        b = search("flights")
+    return a, b
+
+with rewind.record(path):
+    recorded = agent()
+with rewind.replay(path) as session:
+    replayed = agent()
+
+spans = [
+    {"name": s.name, "attributes": dict(s.attributes), "trace_id": s.context.trace_id,
+     "parent": s.parent.span_id if s.parent else None, "span_id": s.context.span_id}
+    for s in memory.get_finished_spans()
+]
+print(json.dumps({
+    "same": recorded == replayed,
+    "cursor": session.cursor,
+    "spans": spans,
+    "global_is_sdk": isinstance(trace.get_tracer_provider(), TracerProvider),
+}))
+"""
+
+
+def run(run_python, trace_path: Path, scenario: str, **env: str) -> dict:
+    result = run_python(PROGRAM, env={"SCENARIO": scenario, "TRACE": str(trace_path), **env})
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def file_events(trace_path: Path) -> list[dict]:
+    return [json.loads(line) for line in trace_path.read_text().splitlines()[1:]]
+
+
+def assert_full_payloads(trace_path: Path) -> None:
+    events = file_events(trace_path)
+    assert len(events) == 2
+    assert events[0]["response"]["content"] == "x" * 10_000
+    assert events[0]["request"]["messages"][0]["content"] == "x" * 10_000
+
+
+def test_without_opentelemetry_configured_rewind_uses_its_own_provider(run_python, trace_path: Path) -> None:
+    out = run(run_python, trace_path, "no_otel")
+    assert out["same"] and out["cursor"] == 2
+    assert not out["global_is_sdk"]  # the global provider was never hijacked
+    assert_full_payloads(trace_path)
+    names = [s["name"] for s in out["spans"]]
+    assert names == ["chat gpt-test", "execute_tool search", "chat gpt-test", "execute_tool search"]
+
+
+def test_with_the_applications_provider_the_same_spans_reach_its_exporters(run_python, trace_path: Path) -> None:
+    out = run(run_python, trace_path, "user_provider")
+    assert out["same"] and out["cursor"] == 2
+    assert_full_payloads(trace_path)
+    spans = out["spans"]
+    by_name: dict[str, list[dict]] = {}
+    for span in spans:
+        by_name.setdefault(span["name"], []).append(span)
+    recorded_chat, replayed_chat = by_name["chat gpt-test"]
+    attrs = recorded_chat["attributes"]
+    assert attrs["gen_ai.operation.name"] == "chat"
+    assert attrs["gen_ai.request.model"] == "gpt-test"
+    assert attrs["gen_ai.response.model"] == "gpt-test" and attrs["gen_ai.response.id"] == "resp-1"
+    assert attrs["gen_ai.usage.input_tokens"] == 11 and attrs["gen_ai.usage.output_tokens"] == 7
+    assert attrs["rewind.kind"] == "llm" and attrs["rewind.seq"] == 0 and attrs["rewind.mode"] == "record"
+    assert len(attrs["rewind.fingerprint"]) == 64
+    tool = by_name["execute_tool search"][0]["attributes"]
+    assert tool["gen_ai.operation.name"] == "execute_tool" and tool["gen_ai.tool.name"] == "search"
+    # Replayed spans are marked, carry the recorded step, and sit in the app's trace.
+    replayed = replayed_chat["attributes"]
+    assert replayed["rewind.replayed"] is True and replayed["rewind.replayed_step"] == 0
+    runs = by_name["agent run"]
+    assert recorded_chat["parent"] == runs[0]["span_id"] and recorded_chat["trace_id"] == runs[0]["trace_id"]
+
+
+def test_attribute_limits_never_truncate_the_trace_file(run_python, trace_path: Path) -> None:
+    out = run(run_python, trace_path, "attribute_limits", OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT="64")
+    assert out["same"] and out["cursor"] == 2
+    assert_full_payloads(trace_path)
+
+
+@pytest.mark.parametrize(("scenario", "env"), [("sampled_out", {}), ("no_otel", {"OTEL_SDK_DISABLED": "true"})])
+def test_a_span_nobody_exports_still_leaves_its_event_in_the_file(
+    run_python, trace_path: Path, scenario: str, env: dict[str, str]
+) -> None:
+    out = run(run_python, trace_path, scenario, **env)
+    assert out["same"] and out["cursor"] == 2
+    assert out["spans"] == []
+    assert_full_payloads(trace_path)
