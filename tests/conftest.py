@@ -33,6 +33,6 @@ def _run_python(
 
 
 @pytest.fixture
-def run_python():  # noqa: ANN201 - returns the runner function
+def run_python():
     """``run_python(code, env=..., cwd=...)``: run code in a fresh interpreter."""
     return _run_python

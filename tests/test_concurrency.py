@@ -104,7 +104,9 @@ def test_threads_that_copy_the_context_record_concurrently(trace_path: Path) -> 
     import contextvars
 
     with rewind.record(trace_path):
-        threads = [threading.Thread(target=contextvars.copy_context().run, args=(blocking_lookup, i)) for i in range(20)]
+        threads = [
+            threading.Thread(target=contextvars.copy_context().run, args=(blocking_lookup, i)) for i in range(20)
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:

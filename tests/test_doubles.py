@@ -30,5 +30,5 @@ def test_never_called_proves_a_replay_stayed_offline(trace_path: Path) -> None:
     backend["impl"] = rewind.NeverCalled(label="openai")
     with rewind.replay(trace_path):
         assert model("x") == {"text": "hi"}
-    with pytest.raises(rewind.LiveCallDuringReplay, match="openai.chat.create was called"):
+    with pytest.raises(rewind.LiveCallDuringReplay, match=r"openai\.chat\.create was called"):
         backend["impl"].chat.create()

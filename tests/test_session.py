@@ -101,9 +101,9 @@ def test_unconsumed_events_warn_or_fail(trace_path: Path) -> None:
         model(prompt="two")
     with pytest.warns(rewind.UnconsumedEventsWarning, match="1 recorded event"), rewind.replay(trace_path):
         model(prompt="one")
-    with pytest.raises(rewind.RewindError, match="require_full_consumption"):
-        with rewind.replay(trace_path, require_full_consumption=True):
-            model(prompt="one")
+    strict = rewind.replay(trace_path, require_full_consumption=True)
+    with pytest.raises(rewind.RewindError, match="require_full_consumption"), strict:
+        model(prompt="one")
 
 
 def test_on_step_fires_with_each_served_event(trace_path: Path) -> None:
