@@ -140,6 +140,7 @@ class Call:
         """
         if self.divergence is not None:
             error = self.divergence
+            self.session.divergences.append(error)
             self._end_with_error(error)
             raise error
         assert self.served is not None

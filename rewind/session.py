@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from .errors import RewindError, ThreadlessCallWarning, UnconsumedEventsWarning
+from .errors import DivergenceError, RewindError, ThreadlessCallWarning, UnconsumedEventsWarning
 from .exporters.rewind_file import RewindSpanExporter
 from .matching import Matcher, resolve_matcher
 from .replay import ReplaySpanProcessor
@@ -95,6 +95,8 @@ class Session:
         self.break_at = break_at
         self.require_full_consumption = require_full_consumption
         self.new_events: list[Event] = []
+        #: Every DivergenceError raised in this session, even ones the agent swallowed.
+        self.divergences: list[DivergenceError] = []
         self.writer: TraceWriter | None = None
         self._meta = meta
         self._match = match
