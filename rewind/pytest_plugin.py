@@ -1,0 +1,520 @@
+"""The pytest plugin: golden traces in one marker.
+
+    @pytest.mark.rewind_trace("traces/flight.rewind")
+    def test_flight(rewind_session):
+        assert "SFO" in run_agent("find me a flight")["final"]
+
+Plain ``pytest`` replays each marked test's golden trace offline; ``pytest
+--rewind-record`` runs the marked tests live and rewrites their traces. The
+``--rewind-record-mode`` option picks finer policies (``missing``, ``rewrite``).
+
+Registered through the ``pytest11`` entry point. Importing this module has no side
+effects: sessions (and so any OpenTelemetry machinery) start only when a marked test
+runs.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import shlex
+import shutil
+from collections import Counter
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .errors import DivergenceError, RewindError
+from .matching import Matcher
+from .session import Normalizer, Redactor, Session, record, replay
+
+__all__ = ["RECORD_MODES", "GoldenTrace", "rewind_session"]
+
+MARKER = "rewind_trace"
+FIXTURE = "rewind_session"
+
+#: ``none`` replays only; ``missing`` records tests whose trace does not exist yet;
+#: ``all`` records every marked test and keeps the new trace when the test passes;
+#: ``rewrite`` deletes the trace first and keeps whatever the live run recorded.
+RECORD_MODES = ("none", "missing", "all", "rewrite")
+
+_OPTIONS = "match='strict', normalize=None, redact=None, require_full_consumption=False"
+_MARKER_HELP = (
+    f"{MARKER}(path, *, {_OPTIONS}): "
+    "replay the test against the golden trace at path (relative to the test file); "
+    "pytest --rewind-record records it live"
+)
+
+
+# --------------------------------------------------------------------------- options
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("rewind", "agent-rewind golden traces")
+    # A plain flag on purpose: `pytest --rewind-record tests/` must not read tests/ as a value.
+    group.addoption(
+        "--rewind-record",
+        action="store_true",
+        default=False,
+        help="run tests marked rewind_trace live and rewrite their golden traces (same as --rewind-record-mode=all)",
+    )
+    group.addoption(
+        "--rewind-record-mode",
+        choices=RECORD_MODES,
+        default=None,
+        help="none: replay only (default); missing: record only tests whose trace does not exist; "
+        "all: record every marked test, keeping the new trace when the test passes; "
+        "rewrite: delete each trace, then record, keeping the result even when the test fails",
+    )
+
+
+_MODE_KEY = pytest.StashKey[str]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", _MARKER_HELP)
+    flag = bool(config.getoption("rewind_record", False))
+    mode = config.getoption("rewind_record_mode", None)
+    if flag and mode not in (None, "all"):
+        raise pytest.UsageError(
+            f"--rewind-record means --rewind-record-mode=all; it conflicts with --rewind-record-mode={mode}. "
+            "Pass only one of them."
+        )
+    config.stash[_MODE_KEY] = "all" if flag else (mode or "none")
+    config.pluginmanager.register(_Summary(), "rewind-golden-summary")
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    mode = config.stash.get(_MODE_KEY, "none")
+    if mode == "none":
+        return None
+    return f"rewind: recording golden traces (--rewind-record-mode={mode})"
+
+
+def record_mode(config: pytest.Config) -> str:
+    """The record mode of this pytest run: one of ``RECORD_MODES``."""
+    return config.stash.get(_MODE_KEY, "none")
+
+
+# --------------------------------------------------------------------------- the marker
+
+
+@dataclass(frozen=True)
+class GoldenTrace:
+    """What one test's ``rewind_trace`` marker asks for, with its path resolved."""
+
+    path: Path
+    match: str | Matcher = "strict"
+    normalize: Normalizer | None = None
+    redact: Redactor | None = None
+    require_full_consumption: bool = False
+
+
+def _marker_signature(
+    path: str | os.PathLike[str],
+    *,
+    match: str | Matcher = "strict",
+    normalize: Normalizer | None = None,
+    redact: Redactor | None = None,
+    require_full_consumption: bool = False,
+) -> None:
+    """The marker's call signature, used to validate its arguments."""
+
+
+_SIGNATURE = inspect.signature(_marker_signature)
+
+
+def golden_trace(item: pytest.Item) -> GoldenTrace | None:
+    """The golden trace the closest ``rewind_trace`` marker names, or ``None`` if unmarked.
+
+    Raises ``TypeError``/``ValueError`` for a malformed marker.
+    """
+    marker = item.get_closest_marker(MARKER)
+    if marker is None:
+        return None
+    try:
+        bound = _SIGNATURE.bind(*marker.args, **marker.kwargs)
+    except TypeError as exc:
+        raise TypeError(f"@pytest.mark.{MARKER}(path, *, {_OPTIONS}): {exc}") from None
+    args = bound.arguments
+    raw = args["path"]
+    if not isinstance(raw, (str, os.PathLike)) or not os.fspath(raw):
+        raise TypeError(f"@pytest.mark.{MARKER} needs a trace path as its first argument, not {raw!r}")
+    path = Path(os.path.expanduser(os.fspath(raw)))
+    if not path.is_absolute():
+        path = item.path.parent / path
+    consume = args.get("require_full_consumption", False)
+    if not isinstance(consume, bool):
+        raise TypeError(f"require_full_consumption= must be True or False, not {consume!r}")
+    for name in ("normalize", "redact"):
+        value = args.get(name)
+        if value is not None and not callable(value):
+            raise TypeError(f"{name}= must be a callable payload -> payload, not {type(value).__name__}")
+    return GoldenTrace(
+        path=path,
+        match=args.get("match", "strict"),
+        normalize=args.get("normalize"),
+        redact=args.get("redact"),
+        require_full_consumption=consume,
+    )
+
+
+def _records(mode: str, trace: GoldenTrace) -> bool:
+    if mode == "missing":
+        return not trace.path.exists()
+    return mode in ("all", "rewrite")
+
+
+# --------------------------------------------------------------------------- collection
+
+_DUPLICATE_KEY = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(trylast=True)  # after -k/-m deselection, so only tests that will run count
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    mode = record_mode(config)
+    recorders: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        if item.get_closest_marker(MARKER) is None:
+            continue
+        # A marked test always runs inside its session, even if it forgot to ask for
+        # the fixture: otherwise a replay would silently go live.
+        names = getattr(item, "fixturenames", None)
+        if isinstance(names, list) and FIXTURE not in names:
+            names.append(FIXTURE)
+        try:
+            trace = golden_trace(item)
+        except (TypeError, ValueError):
+            continue  # reported when the test sets up
+        if trace is not None and _records(mode, trace):
+            recorders.setdefault(trace.path.resolve(), []).append(item)
+    for path, group in recorders.items():
+        if len(group) < 2:
+            continue
+        ids = ", ".join(item.nodeid for item in group)
+        for item in group:
+            item.stash[_DUPLICATE_KEY] = (
+                f"rewind: {len(group)} tests would record the same golden trace {_show(item.config, path)} "
+                f"({ids}); each recording would overwrite the last. Give each test its own path, "
+                "for parametrized tests with pytest.param(..., marks=pytest.mark.rewind_trace(...))."
+            )
+
+
+# --------------------------------------------------------------------------- per-test state
+
+
+@dataclass
+class _Run:
+    """One marked test's golden-trace session and what became of its trace."""
+
+    trace: GoldenTrace
+    shown: str
+    command: str
+    recording: bool
+    mode: str
+    target: Path
+    session: Session | None = None
+    outcome: str = ""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def divergences(self) -> list[DivergenceError]:
+        """Every divergence of the replay, including those the agent caught and swallowed."""
+        return self.session.divergences if self.session is not None else []
+
+
+_RUN_KEY = pytest.StashKey[_Run]()
+_CALL_KEY = pytest.StashKey[pytest.TestReport]()
+_ERROR_KEY = pytest.StashKey[BaseException]()
+
+
+def _show(config: pytest.Config, path: Path) -> str:
+    """``path`` relative to the rootdir when it lies inside it (shorter, copy-pasteable)."""
+    try:
+        return os.path.relpath(path, config.rootpath) if path.is_relative_to(config.rootpath) else str(path)
+    except ValueError:  # another drive on Windows
+        return str(path)
+
+
+def _record_command(item: pytest.Item) -> str:
+    return f"pytest --rewind-record {shlex.quote(item.nodeid)}"
+
+
+_Failed = pytest.fail.Exception
+
+
+def _fail(message: str) -> BaseException:
+    # pytrace=False: the report shows the message, not rewind's internal traceback.
+    return _Failed(message, pytrace=False)
+
+
+def _open_session(item: pytest.Item, run: _Run) -> Session:
+    trace = run.trace
+    if run.recording:
+        if run.mode == "rewrite":
+            _remove_trace(trace.path)
+        meta = {"pytest": {"nodeid": item.nodeid}}
+        return record(run.target, meta=meta, redact=trace.redact, normalize=trace.normalize)
+    try:
+        return replay(
+            trace.path,
+            match=trace.match,
+            require_full_consumption=trace.require_full_consumption,
+            redact=trace.redact,
+            normalize=trace.normalize,
+        )
+    except (TypeError, ValueError) as exc:
+        raise _fail(f"rewind: @pytest.mark.{MARKER}({run.shown!r}): {exc}") from None
+
+
+def _remove_trace(path: Path) -> None:
+    path.unlink(missing_ok=True)
+    shutil.rmtree(f"{path}.blobs", ignore_errors=True)
+
+
+def _scratch_path(path: Path) -> Path:
+    # Beside the golden, so the final os.replace is a same-filesystem atomic rename.
+    return path.with_name(f"{path.name}.recording-{os.getpid()}")
+
+
+def _promote(scratch: Path, target: Path) -> None:
+    """Atomically replace the golden trace (and its blob folder) by a finished recording."""
+    blobs = Path(f"{scratch}.blobs")
+    if blobs.exists():
+        shutil.rmtree(f"{target}.blobs", ignore_errors=True)
+        os.replace(blobs, f"{target}.blobs")
+    os.replace(scratch, target)
+
+
+def _discard(scratch: Path) -> None:
+    scratch.unlink(missing_ok=True)
+    shutil.rmtree(f"{scratch}.blobs", ignore_errors=True)
+
+
+def _plan(item: pytest.Item) -> _Run:
+    if _DUPLICATE_KEY in item.stash:
+        raise _fail(item.stash[_DUPLICATE_KEY])
+    try:
+        trace = golden_trace(item)
+    except (TypeError, ValueError) as exc:
+        raise _fail(f"rewind: {exc}") from None
+    if trace is None:
+        raise _fail(
+            f"rewind: the {FIXTURE} fixture needs a golden trace; mark the test with "
+            f"@pytest.mark.{MARKER}('traces/{getattr(item, 'originalname', item.name)}.rewind')."
+        )
+    mode = record_mode(item.config)
+    recording = _records(mode, trace)
+    target = trace.path
+    if recording and mode in ("all", "missing"):
+        target = _scratch_path(trace.path)
+    return _Run(
+        trace=trace,
+        shown=_show(item.config, trace.path),
+        command=_record_command(item),
+        recording=recording,
+        mode=mode,
+        target=target,
+    )
+
+
+def _missing_message(run: _Run) -> str:
+    return (
+        f"rewind: golden trace {run.shown} does not exist, so there is nothing to replay.\n"
+        f"Record it (this runs the test live, against the real services) with:\n"
+        f"    {run.command}\n"
+        f"or record every missing golden trace with:\n"
+        f"    pytest --rewind-record-mode=missing"
+    )
+
+
+def _open_message(run: _Run, exc: Exception) -> str:
+    return (
+        f"rewind: cannot replay golden trace {run.shown}: {exc}\n"
+        f"Re-record it (this runs the test live) with:\n    {run.command}"
+    )
+
+
+@pytest.fixture
+def rewind_session(request: pytest.FixtureRequest) -> Iterator[Session]:
+    """The test's golden-trace session: a replay, or a recording under ``--rewind-record``.
+
+    Entered here, in the test's context, so the test body, the asyncio tasks it
+    starts and the fixtures that depend on this one all run inside it.
+    """
+    item = request.node
+    for key in (_CALL_KEY, _ERROR_KEY):  # a rerun plugin may run the same item again
+        if key in item.stash:
+            del item.stash[key]
+    run = _plan(item)
+    item.stash[_RUN_KEY] = run
+    if not run.recording and not run.trace.path.exists():
+        run.outcome = "missing"
+        raise _fail(_missing_message(run))
+    session = _open_session(item, run)
+    try:
+        session.__enter__()
+    except (RewindError, OSError) as exc:
+        run.outcome = "unreadable"
+        raise _fail(_open_message(run, exc)) from None
+    run.session = session
+    try:
+        yield session
+    finally:
+        _close(item, run, session)
+
+
+def _close(item: pytest.Item, run: _Run, session: Session) -> None:
+    error = item.stash.get(_ERROR_KEY, None)
+    report = item.stash.get(_CALL_KEY, None)
+    passed = report is not None and report.passed
+    try:
+        if error is not None:
+            # Let the session know the run failed: it then skips the consumption check,
+            # which would only repeat the real failure.
+            session.__exit__(type(error), error, error.__traceback__)
+        else:
+            session.__exit__(None, None, None)
+    except RewindError as exc:
+        _settle(run, passed=False)
+        message = str(exc).replace(str(run.trace.path), run.shown)
+        hint = f"If the shorter run is intended, re-record the golden trace:\n    {run.command}"
+        raise _fail(f"{message}\n{hint}") from None
+    _settle(run, passed)
+
+
+def _settle(run: _Run, passed: bool) -> None:
+    """Decide what becomes of a recording once the test's outcome is known."""
+    if not run.recording:
+        run.outcome = "replayed"
+        return
+    if run.mode == "rewrite":
+        run.outcome = "recorded" if passed else "kept"
+        if not passed:
+            run.notes.append(
+                f"rewind: the test failed; {run.shown} holds what this failing run recorded "
+                "(--rewind-record-mode=rewrite keeps it)."
+            )
+        return
+    if passed:
+        _promote(run.target, run.trace.path)
+        run.outcome = "recorded"
+        return
+    _discard(run.target)
+    run.outcome = "discarded"
+    kept = "the golden trace is unchanged" if run.trace.path.exists() else "no golden trace was written"
+    run.notes.append(
+        f"rewind: the test failed while recording, so the new recording was discarded and {kept} "
+        f"({run.shown}). Use --rewind-record-mode=rewrite to keep the recording of a failing run."
+    )
+
+
+# --------------------------------------------------------------------------- reporting
+
+
+def _divergence_message(run: _Run, raised: DivergenceError | None) -> str:
+    """The first divergence, explained; ``raised`` is the one that reached pytest, if any."""
+    first = run.divergences[0] if run.divergences else raised
+    assert first is not None
+    head, _, rest = str(first).partition("\n")
+    generic = "rewind: replay diverged"
+    if head.startswith(generic):
+        head = f"rewind: replay of {run.shown} diverged{head[len(generic):]}"
+    else:
+        head = f"rewind: replay of {run.shown}: {head}"
+    lines = [head, rest] if rest else [head]
+    if raised is None:
+        lines.append(
+            "The agent caught this DivergenceError and the test went on to pass, but a golden test "
+            "must replay its trace exactly: whatever ran after the divergence was not the recorded run."
+        )
+    elif first is not raised:
+        lines.append(
+            f"The agent caught this DivergenceError and carried on; it diverged again at step {raised.step} "
+            f"({raised.reason}), which failed the test."
+        )
+    lines.append(f"If the change is intended, re-record the golden trace:\n    {run.command}")
+    return "\n".join(lines)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Generator[None, object, object]:
+    run = pyfuncitem.stash.get(_RUN_KEY, None)
+    try:
+        result = yield
+    except DivergenceError as error:
+        if run is None:
+            raise
+        raise _fail(_divergence_message(run, error)) from None
+    if run is not None and run.divergences:
+        raise _fail(_divergence_message(run, None))
+    return result
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    run = item.stash.get(_RUN_KEY, None)
+    if call.when == "call":
+        item.stash[_CALL_KEY] = report
+        if call.excinfo is not None:
+            item.stash[_ERROR_KEY] = call.excinfo.value
+    if run is None:
+        return report
+    if report.failed and call.excinfo is not None:
+        error = call.excinfo.value
+        if isinstance(error, DivergenceError):
+            # Raised outside the test body (by a fixture): same explanation, no traceback.
+            report.longrepr = _divergence_message(run, error)
+        elif run.divergences and not isinstance(error, _Failed):
+            report.sections.append(("rewind: the replay diverged first", _divergence_message(run, run.divergences[0])))
+    if call.when == "teardown":
+        for note in run.notes:
+            report.sections.append(("rewind", note))
+        if run.outcome:
+            # Travels with the report (also from xdist workers) to the terminal summary.
+            report.rewind = {"trace": run.shown, "outcome": run.outcome}  # type: ignore[attr-defined]
+    return report
+
+
+_LABELS = {
+    "recorded": "recorded",
+    "replayed": "replayed",
+    "discarded": "not saved (the test failed while recording)",
+    "kept": "recorded from a failing run",
+    "missing": "missing",
+    "unreadable": "unreadable",
+}
+
+
+class _Summary:
+    """Collects what became of each golden trace, for the terminal summary.
+
+    It reads the ``rewind`` attribute of teardown reports, so under pytest-xdist the
+    controller, which runs no tests itself, still sees every worker's outcome.
+    """
+
+    def __init__(self) -> None:
+        self.outcomes: list[dict[str, str]] = []
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        info = getattr(report, "rewind", None)
+        if report.when == "teardown" and isinstance(info, dict):
+            self.outcomes.append(info)
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        counts = Counter(info.get("outcome", "") for info in self.outcomes)
+        quiet = record_mode(config) == "none" and set(counts) <= {"replayed"} and terminalreporter.verbosity < 1
+        if not self.outcomes or quiet:
+            return
+        parts = [f"{counts[key]} {label}" for key, label in _LABELS.items() if counts.get(key)]
+        terminalreporter.write_sep("-", "rewind golden traces")
+        terminalreporter.write_line(", ".join(parts))
+        for info in self.outcomes:
+            if info.get("outcome") in ("recorded", "kept", "discarded"):
+                terminalreporter.write_line(f"  {_LABELS[info['outcome']]}: {info.get('trace')}")
