@@ -10,12 +10,13 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .canonical import canonical_json
 from .errors import DivergenceError
 from .matching import IncomingCall
+from .similarity import lexical_similarity
 from .trace import Event, Trace
 
 LONGER = "run longer than the recording"
@@ -61,42 +62,90 @@ _VOLATILE_INSIDE = re.compile(
 _TOOL_KEYS = {"tools", "functions", "tool_choice", "function_call", "parallel_tool_calls"}
 _MAX_DIFF_LINES = 60
 _LONG = 160
+_NEAREST_SCAN = 200
+
+
+Unserved = Callable[[int], bool]
+
+
+def later_than(index: int) -> Unserved:
+    """For positional matchers: every step after ``index`` is still unserved."""
+
+    def unserved(candidate: int) -> bool:
+        return candidate > index
+
+    return unserved
 
 
 def divergence(
-    trace: Trace, cursor: int, call: IncomingCall, expected: Event | None, reason: str | None = None
+    trace: Trace,
+    cursor: int,
+    call: IncomingCall,
+    expected: Event | None,
+    reason: str | None = None,
+    *,
+    unserved: Unserved | None = None,
+    note: str | None = None,
 ) -> DivergenceError:
-    """Build the explained error for ``call`` missing ``expected`` at ``cursor``."""
-    step = expected.seq if expected is not None else cursor
+    """Build the explained error for ``call`` missing ``expected`` at ``cursor``.
+
+    ``expected`` is the recorded event the call was compared with (``None`` past the
+    end of the trace). ``unserved(index)`` tells which trace positions may still be
+    served, so the error can spot a call recorded at another step (order drift) and
+    point at the nearest candidate the replay could still use. ``note`` is a line
+    from the matcher about why nothing fit.
+    """
+    step = expected.seq if expected is not None else _step_past_end(trace, cursor)
     if reason is None:
-        reason = classify(trace, cursor, call, expected)
+        reason = classify(trace, cursor, call, expected, unserved=unserved)
     diff = ""
     if expected is not None and expected.kind == call.kind:
         diff = request_diff(expected.request, call.request, step)
     hint = _HINTS.get(reason, "")
     lines = [f"rewind: replay diverged at step {step}: {reason}"]
     if expected is not None:
-        lines.append(f"  recorded: {expected.kind} {expected.name!r}")
+        lines.append(f"  recorded step {step}: {expected.kind} {expected.name!r}")
     else:
-        lines.append(f"  recorded: nothing (the trace has {len(trace.events)} steps)")
-    lines.append(f"  incoming: {call.kind} {call.name!r}")
+        lines.append(f"  recorded: nothing left to serve (the trace has {len(trace.events)} steps)")
+    lines.append(f"  incoming call: {call.kind} {call.name!r}")
+    if note:
+        lines.append(f"  {note}")
     if diff:
         lines.append("  request diff (recorded -> incoming):")
         lines.extend("    " + line for line in diff.splitlines())
+    elif expected is not None and expected.kind != call.kind:
+        lines.append(f"  incoming request: {_preview(call.request)}")
     if hint:
         lines.append(f"  hint: {hint}")
-    nearest = nearest_candidate(trace, call, exclude=expected)
+    nearest = nearest_candidate(trace, call, exclude=expected, unserved=unserved, around=cursor)
     if nearest is not None:
         event, score = nearest
-        lines.append(f"  nearest recorded candidate: step {event.seq} ({event.kind} {event.name!r}, {score:.0%} similar)")
+        lines.append(
+            f"  nearest recorded candidate: step {event.seq} ({event.kind} {event.name!r}, {score:.0%} similar)"
+        )
     got = {"kind": call.kind, "name": call.name, "fingerprint": call.fingerprint, "request": call.request}
     return DivergenceError("\n".join(lines), step=step, reason=reason, expected=expected, got=got, diff=diff, hint=hint)
 
 
-def classify(trace: Trace, cursor: int, call: IncomingCall, expected: Event | None) -> str:
+def _step_past_end(trace: Trace, cursor: int) -> int:
+    events = trace.events
+    if events and cursor >= len(events):
+        return max(cursor, events[-1].seq + 1)
+    return cursor
+
+
+def _preview(value: Any, limit: int = 200) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return text if len(text) <= limit else text[:limit] + f"…({len(text) - limit} more chars)"
+
+
+def classify(
+    trace: Trace, cursor: int, call: IncomingCall, expected: Event | None, *, unserved: Unserved | None = None
+) -> str:
+    """The cause of a miss, one of the reason constants of this module."""
     if expected is None:
         return LONGER
-    if _recorded_elsewhere(trace, call, expected):
+    if _recorded_elsewhere(trace, call, expected, unserved):
         return ORDER
     if expected.kind != call.kind:
         return KIND
@@ -110,9 +159,15 @@ def classify(trace: Trace, cursor: int, call: IncomingCall, expected: Event | No
     return CONTENT
 
 
-def _recorded_elsewhere(trace: Trace, call: IncomingCall, expected: Event) -> bool:
-    for event in trace.events:
-        if event is not expected and event.fingerprint == call.fingerprint and event.kind == call.kind and event.name == call.name:
+def _recorded_elsewhere(trace: Trace, call: IncomingCall, expected: Event, unserved: Unserved | None) -> bool:
+    for index, event in enumerate(trace.events):
+        if (
+            event is not expected
+            and event.fingerprint == call.fingerprint
+            and event.kind == call.kind
+            and event.name == call.name
+            and (unserved is None or unserved(index))
+        ):
             return True
     return False
 
@@ -149,7 +204,7 @@ def request_diff(recorded: Any, incoming: Any, step: int) -> str:
     lines = list(difflib.unified_diff(a, b, f"recorded step {step}", "incoming call", n=2, lineterm=""))
     if len(lines) > _MAX_DIFF_LINES:
         hidden = len(lines) - _MAX_DIFF_LINES
-        lines = lines[:_MAX_DIFF_LINES] + [f"... ({hidden} more diff lines)"]
+        lines = [*lines[:_MAX_DIFF_LINES], f"... ({hidden} more diff lines)"]
     return "\n".join(lines)
 
 
@@ -205,20 +260,59 @@ def _around_change(a: str, b: str, keep: int = 40) -> tuple[str, str]:
     return cut(a), cut(b)
 
 
-def nearest_candidate(trace: Trace, call: IncomingCall, *, exclude: Event | None, limit: int = 400) -> tuple[Event, float] | None:
-    """The recorded event most similar to ``call`` (same kind), for orientation."""
-    target = canonical_json(call.request)[:4000]
+def most_similar(request: Any, indices: list[int], trace: Trace) -> int:
+    """The index among ``indices`` whose recorded request is most like ``request``."""
+    target = canonical_json(request)
+    best, best_score = indices[0], -1.0
+    for index in indices[:_NEAREST_SCAN]:
+        score = lexical_similarity(target, canonical_json(trace.events[index].request))
+        if score > best_score:
+            best, best_score = index, score
+    return best
+
+
+def nearest_candidate(
+    trace: Trace,
+    call: IncomingCall,
+    *,
+    exclude: Event | None,
+    unserved: Unserved | None = None,
+    around: int = 0,
+) -> tuple[Event, float] | None:
+    """The recorded event most similar to ``call`` (same kind), for orientation.
+
+    Only steps that could still be served count, searched outward from ``around``
+    and bounded, so a miss on a huge trace stays cheap.
+    """
+    events = trace.events
+    target = canonical_json(call.request)
     best: tuple[Event, float] | None = None
-    for event in trace.events[:limit]:
-        if event is exclude or event.kind != call.kind:
+    scanned = 0
+    for index in _outward(around, len(events)):
+        event = events[index]
+        if event is exclude or event.kind != call.kind or (unserved is not None and not unserved(index)):
             continue
-        candidate = canonical_json(event.request)[:4000]
-        matcher = difflib.SequenceMatcher(None, target, candidate, autojunk=False)
-        if matcher.real_quick_ratio() <= (best[1] if best else 0.0):
-            continue
-        score = matcher.ratio()
-        if event.name == call.name:
-            score = min(1.0, score + 0.05)
+        scanned += 1
+        if scanned > _NEAREST_SCAN:
+            break
+        score = lexical_similarity(target, canonical_json(event.request))
+        if event.name != call.name:
+            score *= 0.5  # another function: a weak hint at best
         if best is None or score > best[1]:
             best = (event, score)
     return best
+
+
+def _outward(center: int, size: int) -> Iterator[int]:
+    center = min(max(center, 0), max(size - 1, 0))
+    for distance in range(size):
+        if distance == 0:
+            if center < size:
+                yield center
+            continue
+        if center + distance < size:
+            yield center + distance
+        if center - distance >= 0:
+            yield center - distance
+        if center + distance >= size and center - distance < 0:
+            return

@@ -30,8 +30,24 @@ class ReplaySpanProcessor(SpanProcessor):
         self.fork_at = fork_at
         self.cursor = 0
         self.served: set[int] = set()
+        #: True once any call of a fork went live.
         self.went_live = False
         self._lock = lock
+        self._positional = bool(getattr(matcher, "positional", True))
+        self._serve_prefix: Any = None
+        if fork_at is not None:
+            if fork_at > len(trace.events):
+                raise ValueError(
+                    f"fork(at={fork_at}) is past the end of {trace.path or 'the trace'}, which has "
+                    f"{len(trace.events)} steps; at={len(trace.events)} extends the finished run"
+                )
+            if not self._positional:
+                self._serve_prefix = getattr(matcher, "serve_prefix", None)
+                if not callable(self._serve_prefix):
+                    raise TypeError(
+                        f"{type(matcher).__name__} declares positional = False but has no serve_prefix(); "
+                        "fork() needs it to know which recorded steps lie before the fork point"
+                    )
         matcher.start(trace)
 
     # -- SpanProcessor ----------------------------------------------------------
@@ -77,20 +93,20 @@ class ReplaySpanProcessor(SpanProcessor):
     def _pick(self, incoming: IncomingCall) -> Event | None:
         if self.fork_at is None:
             return self.matcher.match(self.cursor, incoming, self.trace)
-        if self.went_live:
-            return None
-        if getattr(self.matcher, "positional", True):
+        if self._positional:
+            # Positional matchers serve in recorded order: the cursor is the boundary.
             if self.cursor >= self.fork_at:
                 return None
             return self.matcher.match(self.cursor, incoming, self.trace)
-        serve_prefix: Any = getattr(self.matcher, "serve_prefix", None)
-        if serve_prefix is None:
-            raise TypeError(
-                f"{type(self.matcher).__name__} declares positional = False but has no serve_prefix(); "
-                "fork() needs it to know which recorded steps lie before the fork point"
-            )
-        return serve_prefix(
-            self.cursor, incoming.kind, incoming.name, incoming.fingerprint, incoming.identity, self.trace, self.fork_at
+        # Out-of-order matchers decide per call which prefix step (if any) answers it.
+        return self._serve_prefix(  # type: ignore[no-any-return]
+            self.cursor,
+            incoming.kind,
+            incoming.name,
+            incoming.fingerprint,
+            incoming.request,
+            self.trace,
+            self.fork_at,
         )
 
     def unconsumed(self) -> list[Event]:

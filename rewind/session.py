@@ -170,10 +170,20 @@ class Session:
             self.trace = source
             matcher = resolve_matcher(self._match)
             self._replayer = ReplaySpanProcessor(source, matcher, self._lock, fork_at=self._fork_at)
+            if self._fork_at is not None:
+                # Live steps number after the whole prefix, even when an out-of-order
+                # matcher goes live before every prefix step was served.
+                self._next_seq = max((e.seq for e in source.events[: self._fork_at]), default=-1) + 1
             if self._save_as is not None:
+                strategy = self._match if isinstance(self._match, str) else type(self._match).__name__
                 header = new_header(
                     self._meta if self._meta is not None else source.meta,
-                    forked_from={"path": self.path, "at": self._fork_at, "created": source.header.get("created")},
+                    forked_from={
+                        "path": self.path,
+                        "at": self._fork_at,
+                        "created": source.header.get("created"),
+                        "match": strategy,
+                    },
                 )
                 self.writer = TraceWriter(self._save_as, header)
         if self.writer is not None:
