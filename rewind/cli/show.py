@@ -1,0 +1,141 @@
+"""``rewind show``: one line per step, previews with ``-v``, a stepper with ``-i``."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from .._preview import clip, compact, model_of, outcome
+from ..trace import Event, Trace
+from ._common import CliError, Output, get_output, is_terminal, open_trace, width
+
+
+def _duration(ms: float) -> str:
+    return f"{ms:.1f} ms" if ms < 1000 else f"{ms / 1000:.2f} s"
+
+
+def header_lines(trace: Trace, out: Output) -> list[str]:
+    """The trace's identity: path, size, when and by what it was recorded, meta, provenance."""
+    head = trace.header
+    parts = [f"{len(trace.events)} steps"]
+    if head.get("created"):
+        parts.append(f"recorded {head['created']}")
+    if head.get("rewind_version"):
+        parts.append(f"rewind {head['rewind_version']}")
+    parts.append(f"format v{trace.version}")
+    lines = [out.style(f"{trace.path}", bold=True) + ": " + ", ".join(parts)]
+    if trace.meta:
+        lines.append("meta: " + ", ".join(f"{k}={compact(v, 80)}" for k, v in trace.meta.items()))
+    forked = head.get("forked_from")
+    if isinstance(forked, dict):
+        lines.append(f"forked from {forked.get('path')} at step {forked.get('at')}")
+    if trace.torn_tail:
+        lines.append(
+            out.style("note:", fg="yellow")
+            + " the last line is torn (the recording process was killed mid-write); complete steps shown"
+        )
+    return lines
+
+
+def step_line(event: Event, *, seq_width: int, name_width: int, columns: int, out: Output) -> str:
+    status = out.style("ok ", fg="green") if event.ok else out.style("ERR", fg="red", bold=True)
+    head = f"{'#' + str(event.seq):>{seq_width}}  {event.kind:<6} {clip(event.name, name_width):<{name_width}}  "
+    timing = f"{_duration(event.duration_ms):>9}"
+    prefix = "" if event.live else "↺ "
+    plain_len = len(head) + 3 + 2 + len(timing) + 2 + len(prefix)
+    room = max(20, columns - plain_len)
+    if event.kind == "llm":
+        model = model_of(event)
+        summary = f"[{model}] {outcome(event)}" if model else outcome(event)
+    elif event.ok:
+        summary = f"{compact(event.request, 40)} → {outcome(event)}"
+    else:
+        summary = outcome(event)
+    return f"{head}{status}  {timing}  {prefix}{clip(summary, room)}"
+
+
+def render_listing(trace: Trace, *, verbose: bool, out: Output, columns: int) -> str:
+    lines = header_lines(trace, out)
+    events = trace.events
+    if not events:
+        lines.append("(no steps recorded)")
+        return "\n".join(lines)
+    if any(not e.live for e in events):
+        lines.append("↺ = served from the source trace when this fork was recorded")
+    lines.append("")
+    seq_width = len(str(events[-1].seq)) + 1
+    name_width = min(32, max(len(e.name) for e in events))
+    indent = " " * (seq_width + 2)
+    for event in events:
+        lines.append(step_line(event, seq_width=seq_width, name_width=name_width, columns=columns, out=out))
+        if verbose:
+            room = max(40, columns - len(indent) - 10) * 2
+            lines.append(f"{indent}request:  {compact(event.request, room)}")
+            if event.ok:
+                response = event.response
+                if response is None and event.get("stream") is not None:
+                    lines.append(f"{indent}stream:   {outcome(event, room)}")
+                else:
+                    lines.append(f"{indent}response: {compact(response, room)}")
+            else:
+                lines.append(f"{indent}error:    {compact(event.error, room)}")
+    return "\n".join(lines)
+
+
+def _interactive(trace: Trace, tui: bool | None, out: Output) -> None:
+    if not trace.events:
+        click.echo(f"{trace.path}: the trace has no steps")
+        return
+    terminal = is_terminal(sys.stdin) and is_terminal(sys.stdout)
+    want_tui = tui if tui is not None else terminal
+    if want_tui:
+        if not terminal:
+            raise CliError(
+                "--tui needs an interactive terminal (stdin and stdout); use -i --no-tui for the line stepper"
+            )
+        from ..tui import TuiUnavailable, run
+
+        try:
+            run(trace, title=trace.path, color=out.color)
+            return
+        except TuiUnavailable as exc:
+            if tui:
+                raise CliError(f"{exc}; use -i --no-tui for the line stepper") from None
+            click.echo(f"rewind: {exc}; using the line stepper", err=True)
+    from ..stepper import step_through
+
+    step_through(trace, stdin=sys.stdin, stdout=sys.stdout, style=out.style, width=width())
+
+
+@click.command("show")
+@click.argument("trace_path", metavar="TRACE")
+@click.option("-v", "--verbose", is_flag=True, help="Add request and response previews under each step.")
+@click.option(
+    "-i",
+    "--interactive",
+    is_flag=True,
+    help="Step through the trace: full-screen on a terminal, a line stepper otherwise.",
+)
+@click.option(
+    "--tui/--no-tui",
+    default=None,
+    help="--tui opens the full-screen browser (implies -i); --no-tui makes -i use the line stepper.",
+)
+@click.pass_context
+def command(ctx: click.Context, trace_path: str, verbose: bool, interactive: bool, tui: bool | None) -> None:
+    """List every step of TRACE: sequence, kind, call name, outcome, duration.
+
+    \b
+    Line stepper commands (-i in a pipe or with --no-tui):
+      n / Enter  next     p  previous     j STEP  jump     f  full JSON     q  quit
+    Full-screen keys (-i on a terminal, or --tui):
+      j/k or arrows move, g/G top/bottom, PgUp/PgDn page, / filter,
+      Enter expands the step into pretty JSON, q quits.
+    """
+    out = get_output(ctx)
+    trace = open_trace(trace_path)
+    if interactive or tui:
+        _interactive(trace, tui, out)
+        return
+    out.emit(render_listing(trace, verbose=verbose, out=out, columns=width()))
