@@ -1,0 +1,215 @@
+"""What rewind needs from a Stainless-generated SDK (``openai``, ``anthropic``), found once.
+
+Both SDKs share one generated core: ``_models.construct_type`` (the lenient parser that
+turns wire JSON into SDK types), ``Stream``/``AsyncStream``, ``LegacyAPIResponse``
+(``with_raw_response``), ``APIResponse``/``AsyncAPIResponse`` (``with_streaming_response``)
+and an httpx flavour (``httpx`` up to openai 2.x, ``httpx2`` after). ``SDKKit`` looks
+those up by name, tolerating any that an SDK version lacks, and builds the few things
+replay needs from them: in-memory HTTP responses, raw-response wrappers and stream objects
+that are real SDK instances, without any network.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+#: Response headers never written to a trace (credentials and cookies).
+SECRET_HEADERS = frozenset(
+    {"set-cookie", "cookie", "authorization", "proxy-authorization", "x-api-key", "api-key", "openai-api-key"}
+)
+
+
+def _optional(module: str, attr: str) -> Any:
+    try:
+        return getattr(importlib.import_module(module), attr, None)
+    except ImportError:
+        return None
+
+
+def resolve(path: str) -> Any:
+    """``"package.module:Name.attr"`` to the object, or ``None`` when it does not exist."""
+    module, _, qualname = path.partition(":")
+    try:
+        obj: Any = importlib.import_module(module)
+    except ImportError:
+        return None
+    for part in qualname.split(".") if qualname else ():
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+class SDKKit:
+    """The generated-core classes of one Stainless SDK package, looked up by name."""
+
+    def __init__(self, package: str) -> None:
+        self.package = package
+        base = importlib.import_module(f"{package}._base_client")
+        # Newer SDKs moved to httpx2; the response classes must come from the same library.
+        self.httpx: Any = getattr(base, "httpx2", None) or base.httpx
+        self.construct_type: Any = _optional(f"{package}._models", "construct_type")
+        self.final_request_options: Any = _optional(f"{package}._models", "FinalRequestOptions")
+        self.base_model: Any = _optional(f"{package}._models", "BaseModel")
+        self.stream: Any = _optional(f"{package}._streaming", "Stream")
+        self.async_stream: Any = _optional(f"{package}._streaming", "AsyncStream")
+        self.legacy_response: Any = _optional(f"{package}._legacy_response", "LegacyAPIResponse")
+        self.api_response: Any = _optional(f"{package}._response", "APIResponse")
+        self.async_api_response: Any = _optional(f"{package}._response", "AsyncAPIResponse")
+        self.raw_header: str = _optional(f"{package}._constants", "RAW_RESPONSE_HEADER") or "X-Stainless-Raw-Response"
+        sentinels = [_optional(f"{package}._types", name) for name in ("NotGiven", "Omit")]
+        self.sentinels: tuple[type, ...] = tuple(s for s in sentinels if isinstance(s, type))
+
+    # -- what a live call returned ---------------------------------------------------
+    def is_stream(self, obj: Any) -> bool:
+        return isinstance(obj, tuple(c for c in (self.stream, self.async_stream) if c is not None))
+
+    def is_http_wrapper(self, obj: Any) -> bool:
+        classes = tuple(c for c in (self.legacy_response, self.api_response, self.async_api_response) if c is not None)
+        return isinstance(obj, classes)
+
+    def raw_mode(self, kwargs: Mapping[str, Any]) -> str | None:
+        """``"true"`` for ``with_raw_response``, ``"stream"`` for ``with_streaming_response``."""
+        headers = kwargs.get("extra_headers")
+        if not isinstance(headers, Mapping) or not headers:
+            return None
+        wanted = self.raw_header.lower()
+        for key, value in headers.items():
+            if isinstance(key, str) and key.lower() == wanted and isinstance(value, str):
+                # Other Stainless SDKs stamp "raw" where openai stamps "true".
+                return "stream" if value == "stream" else "true"
+        return None
+
+    # -- building SDK objects for replay ---------------------------------------------
+    def fake_response(
+        self,
+        *,
+        url: str,
+        status_code: int = 200,
+        headers: Mapping[str, str] | None = None,
+        body: bytes = b"",
+        raw_mode: str | None = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        """An in-memory HTTP response the SDK's wrappers accept as their own."""
+        hx = self.httpx
+        request_headers = {self.raw_header: raw_mode} if raw_mode else {}
+        request = hx.Request("POST", url, headers=request_headers)
+        response_headers = {"content-type": content_type}
+        if headers:
+            response_headers.update({str(k).lower(): str(v) for k, v in headers.items()})
+            response_headers["content-type"] = content_type
+        response_headers.pop("content-length", None)
+        response_headers.pop("content-encoding", None)
+        response_headers.pop("transfer-encoding", None)
+        return hx.Response(status_code, headers=response_headers, content=body, request=request)
+
+    def request_options(self, path: str) -> Any:
+        return self.final_request_options.construct(method="post", url=path)
+
+    def http_wrapper(
+        self,
+        cls: Any,
+        *,
+        raw: Any,
+        cast_to: Any,
+        client: Any,
+        stream: bool,
+        stream_cls: Any,
+        path: str,
+        parsed: Any,
+    ) -> Any:
+        """A real raw-response wrapper whose ``parse()`` returns ``parsed``."""
+        wrapper = cls(
+            raw=raw,
+            cast_to=cast_to,
+            client=client,
+            stream=stream,
+            stream_cls=stream_cls,
+            options=self.request_options(path),
+        )
+        # parse() consults this cache first, so the already-revived object is served as is.
+        wrapper._parsed_by_type[cast_to] = parsed
+        return wrapper
+
+    def stream_object(self, *, is_async: bool, chunk_type: Any, client: Any, response: Any) -> Any:
+        """A real (never iterated) SDK stream object, so ``isinstance`` checks hold on replay."""
+        cls = self.async_stream if is_async else self.stream
+        return cls(cast_to=chunk_type, response=response, client=client)
+
+    def stream_class(self, *, is_async: bool, chunk_type: Any) -> Any:
+        cls = self.async_stream if is_async else self.stream
+        try:
+            return cls[chunk_type]
+        except TypeError:
+            return cls
+
+
+def dump_model(obj: Any) -> Any:
+    """Wire-shaped JSON of an SDK model: API field names, only the fields the API sent."""
+    to_dict = getattr(obj, "to_dict", None)
+    if callable(to_dict):
+        try:
+            return to_dict(mode="json", warnings=False)
+        except (TypeError, ValueError):
+            return to_dict(mode="json")
+    model_dump = getattr(obj, "model_dump", None)
+    if callable(model_dump):
+        return model_dump(mode="json", by_alias=True, exclude_unset=True)
+    from rewind.canonical import to_jsonable
+
+    return to_jsonable(obj)
+
+
+def keep_headers(headers: Any) -> dict[str, str]:
+    """Response headers worth replaying (``retry-after``, request ids …), secrets dropped."""
+    out: dict[str, str] = {}
+    if headers is None:
+        return out
+    try:
+        items = headers.multi_items() if hasattr(headers, "multi_items") else headers.items()
+    except Exception:  # an odd headers object only costs us the headers
+        return out
+    for key, value in items:
+        name = str(key).lower()
+        if name in SECRET_HEADERS:
+            continue
+        out[name] = f"{out[name]}, {value}" if name in out else str(value)
+    return out
+
+
+def sse_bytes(chunks: list[Any], *, named: bool, done: bool) -> bytes:
+    """The server-sent-events body that carried ``chunks`` on the wire."""
+    parts: list[str] = []
+    for chunk in chunks:
+        data = json.dumps(chunk, separators=(",", ":"), ensure_ascii=False)
+        kind = chunk.get("type") if named and isinstance(chunk, dict) else None
+        parts.append(f"event: {kind}\ndata: {data}\n\n" if isinstance(kind, str) else f"data: {data}\n\n")
+    if done:
+        parts.append("data: [DONE]\n\n")
+    return "".join(parts).encode("utf-8")
+
+
+def sse_chunks(body: bytes, *, complete: bool = True) -> list[Any]:
+    """The JSON payloads of the server-sent events in ``body`` (for raw byte taps).
+
+    An event cut off by an aborted read is dropped unless the body ended there.
+    """
+    chunks: list[Any] = []
+    text = body.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
+    blocks = text.split("\n\n")
+    if not complete and blocks and not text.endswith("\n\n"):
+        blocks = blocks[:-1]
+    for block in blocks:
+        data = [line[5:].lstrip(" ") if line.startswith("data:") else None for line in block.split("\n")]
+        payload = "\n".join(d for d in data if d is not None)
+        if not payload or payload.startswith("[DONE]"):
+            continue
+        try:
+            chunks.append(json.loads(payload))
+        except ValueError:
+            chunks.append(payload)
+    return chunks

@@ -1,0 +1,523 @@
+"""The shared wrapping machinery every SDK instrumentor is built from.
+
+A provider module (``instrumentors/openai.py``, later ``anthropic.py`` …) is a table of
+``Surface`` rows plus a ``Provider`` subclass holding what is really provider-specific.
+Everything else lives here, once.
+
+Contract
+--------
+``Surface`` - one SDK method to hook, e.g. ``Completions.create``:
+
+* ``owner`` ``"package.module:Class"`` and ``method``: patched on the class (``wrapt``), so
+  every client instance, subclass (``AzureOpenAI``) and ``base_url`` is covered, and the
+  SDK's ``with_raw_response`` / ``with_streaming_response`` wrappers, which call the
+  bound method, go through the hook too.
+* ``name``: the recorded call name (part of replay identity). ``operation``: the GenAI
+  operation (``chat``, ``embeddings``). ``path``: the endpoint, used for replayed raw
+  responses. ``result`` / ``chunk``: import paths of the response and stream-chunk types
+  that revival constructs. ``is_async``: coroutine method or not.
+* ``required``: a required surface missing from an SDK whose owner module exists gives
+  ``PatchGapWarning`` at patch time (once); a missing owner module means the SDK predates
+  the feature and is skipped silently, as are missing optional surfaces.
+* ``parsed``: the method post-processes the wire response (``.parse``): revival
+  constructs ``result`` and hands it to ``Provider.parse_result``.
+
+``Provider`` - the strategy for one SDK, with Stainless-generic defaults:
+
+* ``request(surface, instance, args, kwargs)``: the replay identity, i.e. the kwargs the
+  agent passed minus transport noise (headers, timeouts, ``NOT_GIVEN``), pydantic model
+  classes turned into their JSON schema. Never includes credentials.
+* ``span(surface, instance, request)``: span name and start attributes (GenAI semconv).
+* ``response_attributes``, ``stream_summary``: provider-shaped response facts.
+* ``dump`` / ``dump_chunk`` / ``revive`` / ``revive_chunk`` / ``parse_result``.
+
+Behaviour, for every surface
+----------------------------
+* No session: a plain passthrough (one ``ContextVar`` read). Nested hooked calls (an SDK
+  helper calling another hooked method) pass through; the outer call is the step.
+* Record: the call runs with its span current. A model response is one event written
+  when the call returns (wire-shaped JSON: API field names, only the fields sent). A
+  stream returns a proxy (``_streams``) that records chunks as the agent reads them and
+  writes ONE event when the stream ends, ``extra={"stream": {"chunks": [...],
+  "truncated": bool}}``, with the error if one was raised mid-stream; its ``response`` is
+  a provider summary (the accumulated completion) for stats and diffs. Raw wrappers
+  (``with_raw_response`` / ``with_streaming_response``) record the wire body and its
+  headers (``extra["http"]``). Errors record the exception, its body and a bounded view of
+  its HTTP response (``_errors``).
+* Replay: the recorded event is revived into real SDK types with the SDK's own lenient
+  parser (``construct_type``), raw wrappers are real ``LegacyAPIResponse`` /
+  ``APIResponse`` objects over an in-memory HTTP response (``.headers``, ``.parse()``,
+  ``.iter_lines()`` work), streams are proxies over real ``Stream`` objects yielding the
+  recorded chunks. If revival fails, the recorded dict is served with
+  ``ReviveFallbackWarning`` (once per type). Recorded errors are raised again
+  (``_errors.revive_error``), mid-stream ones after the same chunks.
+* Instrumentation never changes what a live call returns or raises: a failure inside
+  rewind's own bookkeeping abandons the step, never the agent's call.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import threading
+import warnings
+from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+import wrapt
+
+from rewind.core import Call, begin_call
+from rewind.errors import PatchGapWarning, ReviveFallbackWarning
+from rewind.session import current_session, warn_if_threadless
+
+from ._errors import error_record, revive_error
+from ._stainless import SDKKit, dump_model, resolve, sse_bytes
+from ._streams import AsyncRaw, RecordEngine, ReplayEngine, SyncRaw, stream_proxy
+
+#: Call keywords that configure transport, not the request: never part of identity.
+TRANSPORT_KEYS = frozenset({"extra_headers", "timeout", "api_key", "idempotency_key"})
+
+_NESTED: ContextVar[bool] = ContextVar("rewind_inside_surface", default=False)
+_WARNED: set[str] = set()
+_WARNED_LOCK = threading.Lock()
+
+
+def warn_once(key: str, message: str, category: type[Warning], *, stacklevel: int = 3) -> None:
+    """Emit ``message`` the first time ``key`` is seen in this process."""
+    with _WARNED_LOCK:
+        if key in _WARNED:
+            return
+        _WARNED.add(key)
+    warnings.warn(message, category, stacklevel=stacklevel)
+
+
+@dataclass(frozen=True)
+class Surface:
+    """One SDK method rewind hooks; see the module docstring for each field."""
+
+    owner: str
+    method: str
+    name: str
+    operation: str
+    path: str
+    result: str
+    chunk: str | None = None
+    is_async: bool = False
+    required: bool = True
+    parsed: bool = False
+    sse_named: bool = False
+    sse_done: bool = False
+    provider: Provider = field(default=None, compare=False, repr=False)  # type: ignore[assignment]
+
+    @property
+    def label(self) -> str:
+        return f"{self.owner}.{self.method}"
+
+
+class Provider:
+    """Provider strategy with defaults that fit every Stainless-generated SDK."""
+
+    #: ``gen_ai.provider.name`` and the SDK package to import.
+    name = ""
+    package = ""
+
+    def __init__(self) -> None:
+        self._kit: SDKKit | None = None
+        self._types: dict[str, Any] = {}
+
+    @property
+    def kit(self) -> SDKKit:
+        if self._kit is None:
+            self._kit = SDKKit(self.package)
+        return self._kit
+
+    def surfaces(self) -> Sequence[Surface]:
+        raise NotImplementedError
+
+    def type_of(self, path: str | None) -> Any:
+        if path is None:
+            return None
+        if path not in self._types:
+            self._types[path] = resolve(path)
+        return self._types[path]
+
+    # -- identity -------------------------------------------------------------------
+    def request(
+        self, surface: Surface, instance: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        sentinels = self.kit.sentinels
+        out: dict[str, Any] = {}
+        for key, value in kwargs.items():
+            if key in TRANSPORT_KEYS or (sentinels and isinstance(value, sentinels)):
+                continue
+            out[key] = schema_of(value) if isinstance(value, type) else value
+        if args:
+            out["args"] = list(args)
+        return out
+
+    # -- telemetry ------------------------------------------------------------------
+    def span(self, surface: Surface, instance: Any, request: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        model = request.get("model")
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": surface.operation,
+            "gen_ai.provider.name": self.name,
+            "rewind.surface": surface.name,
+        }
+        if isinstance(model, str):
+            attrs["gen_ai.request.model"] = model
+        attrs.update(server_attributes(instance))
+        attrs.update(self.request_attributes(surface, request))
+        return (f"{surface.operation} {model}" if isinstance(model, str) else surface.operation), attrs
+
+    def request_attributes(self, surface: Surface, request: Mapping[str, Any]) -> dict[str, Any]:
+        return {}
+
+    def response_attributes(self, surface: Surface, data: Any) -> dict[str, Any]:
+        return {}
+
+    def stream_summary(self, surface: Surface, chunks: list[Any]) -> Any:
+        return None
+
+    # -- recording ------------------------------------------------------------------
+    def dump(self, surface: Surface, result: Any) -> Any:
+        return dump_model(result)
+
+    def dump_chunk(self, surface: Surface, chunk: Any) -> Any:
+        return dump_model(chunk)
+
+    # -- revival --------------------------------------------------------------------
+    def construct(self, type_path: str | None, data: Any) -> Any:
+        """``data`` as the SDK's wire parser would build it, or ``data`` plus a warning."""
+        type_ = self.type_of(type_path)
+        construct_type = self.kit.construct_type
+        if type_ is None or construct_type is None:
+            self._fallback(type_path, "the type or the SDK's construct_type is missing")
+            return data
+        try:
+            return construct_type(type_=type_, value=data)
+        except Exception as exc:  # any revival failure degrades to the dict
+            self._fallback(type_path, f"{type(exc).__name__}: {exc}")
+            return data
+
+    def revive(self, surface: Surface, data: Any, kwargs: Mapping[str, Any]) -> Any:
+        revived = self.construct(surface.result, data)
+        if surface.parsed and revived is not data:
+            try:
+                return self.parse_result(surface, revived, kwargs)
+            except Exception as exc:
+                self._fallback(f"{surface.name} (parsed)", f"{type(exc).__name__}: {exc}")
+                return data
+        return revived
+
+    def revive_chunk(self, surface: Surface, data: Any) -> Any:
+        return self.construct(surface.chunk, data)
+
+    def parse_result(self, surface: Surface, revived: Any, kwargs: Mapping[str, Any]) -> Any:
+        """Apply the SDK's own client-side parsing (``.parse`` surfaces)."""
+        return revived
+
+    def _fallback(self, what: Any, why: str) -> None:
+        warn_once(
+            f"revive:{what}",
+            f"rewind could not revive a recorded {what} into its {self.package} SDK type ({why}); "
+            "serving the recorded dict instead. The installed SDK may be missing or its internals "
+            "changed; pin the SDK version the trace was recorded with for exact types.",
+            ReviveFallbackWarning,
+            stacklevel=5,
+        )
+
+
+def schema_of(cls: type) -> Any:
+    """A class passed as a request value (``response_format=MyModel``) as stable JSON."""
+    schema = getattr(cls, "model_json_schema", None)
+    if callable(schema):
+        try:
+            return {"type": cls.__qualname__, "json_schema": schema()}
+        except Exception:
+            pass
+    return {"type": f"{cls.__module__}.{cls.__qualname__}"}
+
+
+def server_attributes(instance: Any) -> dict[str, Any]:
+    """``server.address`` / ``server.port`` from the client's ``base_url``."""
+    client = getattr(instance, "_client", None)
+    url = getattr(client, "base_url", None)
+    host = getattr(url, "host", None)
+    if not host:
+        return {}
+    attrs: dict[str, Any] = {"server.address": host}
+    port = getattr(url, "port", None)
+    if port is None:
+        port = {"https": 443, "http": 80}.get(str(getattr(url, "scheme", "")))
+    if isinstance(port, int):
+        attrs["server.port"] = port
+    return attrs
+
+
+# --------------------------------------------------------------------------- one call
+
+
+class _Invocation:
+    """The parts of one hooked call that both the sync and async paths share."""
+
+    __slots__ = ("call", "instance", "kwargs", "raw_mode", "surface")
+
+    def __init__(self, surface: Surface, call: Call, instance: Any, kwargs: Mapping[str, Any]) -> None:
+        self.surface = surface
+        self.call = call
+        self.instance = instance
+        self.kwargs = kwargs
+        self.raw_mode = surface.provider.kit.raw_mode(kwargs)
+
+    # -- live ---------------------------------------------------------------------
+    def failed(self, exc: BaseException) -> None:
+        try:
+            self.call.fail(exc, error=error_record(exc) if isinstance(exc, Exception) else None)
+        except Exception:  # the agent's exception matters, not ours
+            self.call.abandon(exc)
+
+    def adopt(self, result: Any) -> Any:
+        """Record a live result; may return a recording proxy in its place."""
+        try:
+            return self._adopt(result)
+        except Exception:  # bookkeeping failed: keep the agent's result
+            self.call.abandon()
+            return result
+
+    def _adopt(self, result: Any) -> Any:
+        surface, call = self.surface, self.call
+        provider = surface.provider
+        kit = provider.kit
+        if kit.is_stream(result):
+            is_async = kit.async_stream is not None and isinstance(result, kit.async_stream)
+            return stream_proxy(result, RecordEngine(call, surface), is_async=is_async)
+        if kit.is_http_wrapper(result):
+            streaming = bool(getattr(result, "_stream", False) or getattr(result, "_is_sse_stream", False))
+            is_legacy = kit.legacy_response is not None and isinstance(result, kit.legacy_response)
+            engine = RecordEngine(call, surface)
+            if is_legacy and not streaming:
+                # with_raw_response already read the body: record it now.
+                SyncRaw(result, engine, streaming=False, is_async=False)._record_body()
+                return result
+            if kit.async_api_response is not None and isinstance(result, kit.async_api_response):
+                return AsyncRaw(result, engine, streaming=streaming, is_async=True)
+            return SyncRaw(result, engine, streaming=streaming, is_async=False)
+        data = provider.dump(surface, result)
+        request_id = getattr(result, "_request_id", None)
+        call.succeed(
+            data,
+            extra={"request_id": request_id} if isinstance(request_id, str) else None,
+            attributes=provider.response_attributes(surface, data),
+            converted=True,
+        )
+        return result
+
+    # -- replay ---------------------------------------------------------------------
+    def replay(self) -> Any:
+        call, surface = self.call, self.surface
+        provider = surface.provider
+        kit = provider.kit
+        event = call.take_served()
+        stream_record = event.get("stream")
+        if not event.ok and stream_record is None:
+            call.raise_recorded_error(event, revive_error(event.error or {}, event.seq, httpx=kit.httpx))
+        client = getattr(self.instance, "_client", None)
+        url = _url(client, surface.path)
+        result_type = provider.type_of(surface.result)
+        if stream_record is not None:
+            engine = ReplayEngine(call, surface, event, lambda chunk: provider.revive_chunk(surface, chunk))
+            body = b""
+            if self.raw_mode is not None:
+                body = sse_bytes(engine.chunks, named=surface.sse_named, done=surface.sse_done)
+            fake = kit.fake_response(url=url, body=body, raw_mode=self.raw_mode, content_type="text/event-stream")
+            chunk_type = provider.type_of(surface.chunk)
+            sdk_stream = kit.stream_object(
+                is_async=surface.is_async, chunk_type=chunk_type, client=client, response=fake
+            )
+            proxy = stream_proxy(sdk_stream, engine, is_async=surface.is_async)
+            if self.raw_mode is None:
+                return proxy
+            return kit.http_wrapper(
+                self._wrapper_class(),
+                raw=fake,
+                cast_to=result_type,
+                client=client,
+                stream=True,
+                stream_cls=kit.stream_class(is_async=surface.is_async, chunk_type=chunk_type),
+                path=surface.path,
+                parsed=proxy,
+            )
+        data = event.response
+        revived = provider.revive(surface, data, self.kwargs)
+        http = event.get("http") or {}
+        request_id = event.get("request_id") or (http.get("headers") or {}).get("x-request-id")
+        if isinstance(request_id, str):
+            _set_private(revived, "_request_id", request_id)
+        attributes = provider.response_attributes(surface, data)
+        if self.raw_mode is None:
+            call.end_replayed(attributes)
+            return revived
+        fake = kit.fake_response(
+            url=url,
+            status_code=int(http.get("status_code") or 200),
+            headers=http.get("headers"),
+            body=json.dumps(data).encode("utf-8") if not isinstance(data, str) else data.encode("utf-8"),
+            raw_mode=self.raw_mode,
+        )
+        wrapper = kit.http_wrapper(
+            self._wrapper_class(),
+            raw=fake,
+            cast_to=result_type,
+            client=client,
+            stream=False,
+            stream_cls=None,
+            path=surface.path,
+            parsed=revived,
+        )
+        call.end_replayed(attributes)
+        return wrapper
+
+    def _wrapper_class(self) -> Any:
+        kit = self.surface.provider.kit
+        if self.raw_mode == "true":
+            return kit.legacy_response
+        return kit.async_api_response if self.surface.is_async else kit.api_response
+
+
+def _url(client: Any, path: str) -> str:
+    base = str(getattr(client, "base_url", "") or "http://replayed.invalid/")
+    return base.rstrip("/") + path
+
+
+def _set_private(obj: Any, name: str, value: Any) -> None:
+    try:
+        object.__setattr__(obj, name, value)
+    except Exception:  # dicts (fallback revival) and frozen objects
+        pass
+
+
+def _start(surface: Surface, instance: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> _Invocation | None:
+    """The call's invocation, or ``None`` to pass straight through."""
+    if _NESTED.get():
+        return None
+    if current_session() is None:
+        warn_if_threadless("llm", surface.name)
+        return None
+    provider = surface.provider
+    request = provider.request(surface, instance, args, kwargs)
+    span_name, attributes = provider.span(surface, instance, request)
+    call = begin_call("llm", surface.name, request, span_name=span_name, attributes=attributes)
+    if call is None:
+        return None
+    return _Invocation(surface, call, instance, kwargs)
+
+
+def sync_wrapper(surface: Surface) -> Callable[..., Any]:
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        invocation = _start(surface, instance, args, kwargs)
+        if invocation is None:
+            return wrapped(*args, **kwargs)
+        if invocation.call.replaying:
+            return invocation.replay()
+        token = _NESTED.set(True)
+        try:
+            with invocation.call.activate():
+                result = wrapped(*args, **kwargs)
+        except BaseException as exc:
+            invocation.failed(exc)
+            raise
+        finally:
+            _NESTED.reset(token)
+        return invocation.adopt(result)
+
+    return wrapper
+
+
+def async_wrapper(surface: Surface) -> Callable[..., Any]:
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        invocation = _start(surface, instance, args, kwargs)
+        if invocation is None:
+            return await wrapped(*args, **kwargs)
+        if invocation.call.replaying:
+            return invocation.replay()
+        token = _NESTED.set(True)
+        try:
+            with invocation.call.activate():
+                result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            invocation.failed(exc)
+            raise
+        finally:
+            _NESTED.reset(token)
+        return invocation.adopt(result)
+
+    return wrapper
+
+
+# --------------------------------------------------------------------------- patching
+
+
+class Patcher:
+    """Hooks a provider's surfaces on their classes, and restores them exactly."""
+
+    def __init__(self, provider: Provider) -> None:
+        self.provider = provider
+        self._applied: list[tuple[type, str, Any]] = []
+
+    @property
+    def active(self) -> bool:
+        return bool(self._applied)
+
+    def apply(self) -> list[Surface]:
+        """Patch every surface the installed SDK has; returns the gaps (after warning once each)."""
+        gaps: list[Surface] = []
+        for surface in self.provider.surfaces():
+            module_name, _, qualname = surface.owner.partition(":")
+            try:
+                module: Any = importlib.import_module(module_name)
+            except ImportError:
+                continue  # the SDK predates this feature
+            owner: Any = module
+            for part in qualname.split("."):
+                owner = getattr(owner, part, None)
+                if owner is None:
+                    break
+            if not isinstance(owner, type) or not callable(getattr(owner, surface.method, None)):
+                if surface.required:
+                    gaps.append(surface)
+                continue
+            original = owner.__dict__.get(surface.method)
+            make = async_wrapper if surface.is_async else sync_wrapper
+            wrapt.wrap_function_wrapper(owner, surface.method, make(surface))
+            self._applied.append((owner, surface.method, original))
+        for surface in gaps:
+            warn_once(
+                f"gap:{surface.label}",
+                f"rewind could not hook {surface.label} ({surface.name}): the installed "
+                f"{self.provider.package} SDK's layout moved, so calls through it are neither "
+                "recorded nor replayed. Upgrade rewind or pin a tested SDK version.",
+                PatchGapWarning,
+                stacklevel=4,
+            )
+        if self._applied and self.provider.kit.construct_type is None:
+            warn_once(
+                f"canary:{self.provider.package}",
+                f"rewind found no {self.provider.package}._models.construct_type: replayed responses "
+                "will be served as dicts rather than SDK types.",
+                PatchGapWarning,
+                stacklevel=4,
+            )
+        return gaps
+
+    def revert(self) -> None:
+        while self._applied:
+            owner, method, original = self._applied.pop()
+            if original is None:
+                try:
+                    delattr(owner, method)
+                except AttributeError:
+                    pass
+            else:
+                setattr(owner, method, original)
