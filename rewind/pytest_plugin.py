@@ -21,7 +21,7 @@ import shlex
 import shutil
 from collections import Counter
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -218,7 +218,6 @@ class _Run:
     target: Path
     session: Session | None = None
     outcome: str = ""
-    notes: list[str] = field(default_factory=list)
 
     @property
     def divergences(self) -> list[DivergenceError]:
@@ -282,9 +281,10 @@ def _scratch_path(path: Path) -> Path:
 
 def _promote(scratch: Path, target: Path) -> None:
     """Atomically replace the golden trace (and its blob folder) by a finished recording."""
+    # The old blob folder belongs to the old recording; the new one is self-contained.
+    shutil.rmtree(f"{target}.blobs", ignore_errors=True)
     blobs = Path(f"{scratch}.blobs")
     if blobs.exists():
-        shutil.rmtree(f"{target}.blobs", ignore_errors=True)
         os.replace(blobs, f"{target}.blobs")
     os.replace(scratch, target)
 
@@ -387,26 +387,30 @@ def _close(item: pytest.Item, run: _Run, session: Session) -> None:
 
 
 def _settle(run: _Run, passed: bool) -> None:
-    """Decide what becomes of a recording once the test's outcome is known."""
+    """Carry out what becomes of a recording once the test's outcome is known."""
     if not run.recording:
         run.outcome = "replayed"
-        return
-    if run.mode == "rewrite":
+    elif run.mode == "rewrite":
         run.outcome = "recorded" if passed else "kept"
-        if not passed:
-            run.notes.append(
-                f"rewind: the test failed; {run.shown} holds what this failing run recorded "
-                "(--rewind-record-mode=rewrite keeps it)."
-            )
-        return
-    if passed:
+    elif passed:
         _promote(run.target, run.trace.path)
         run.outcome = "recorded"
-        return
-    _discard(run.target)
-    run.outcome = "discarded"
+    else:
+        _discard(run.target)
+        run.outcome = "discarded"
+
+
+def _failed_recording_note(run: _Run) -> str | None:
+    """What ``_settle`` will do with the recording of a failed test, told in its report."""
+    if not run.recording:
+        return None
+    if run.mode == "rewrite":
+        return (
+            f"rewind: the test failed; {run.shown} holds what this failing run recorded "
+            "(--rewind-record-mode=rewrite keeps it)."
+        )
     kept = "the golden trace is unchanged" if run.trace.path.exists() else "no golden trace was written"
-    run.notes.append(
+    return (
         f"rewind: the test failed while recording, so the new recording was discarded and {kept} "
         f"({run.shown}). Use --rewind-record-mode=rewrite to keep the recording of a failing run."
     )
@@ -473,12 +477,13 @@ def pytest_runtest_makereport(
             report.longrepr = _divergence_message(run, error)
         elif run.divergences and not isinstance(error, _Failed):
             report.sections.append(("rewind: the replay diverged first", _divergence_message(run, run.divergences[0])))
-    if call.when == "teardown":
-        for note in run.notes:
+    if call.when == "call" and not report.passed:
+        note = _failed_recording_note(run)
+        if note is not None:
             report.sections.append(("rewind", note))
-        if run.outcome:
-            # Travels with the report (also from xdist workers) to the terminal summary.
-            report.rewind = {"trace": run.shown, "outcome": run.outcome}  # type: ignore[attr-defined]
+    if call.when == "teardown" and run.outcome:
+        # Travels with the report (also from xdist workers) to the terminal summary.
+        report.rewind = {"trace": run.shown, "outcome": run.outcome}  # type: ignore[attr-defined]
     return report
 
 
