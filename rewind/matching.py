@@ -211,8 +211,6 @@ class ParallelMatcher:
         events = trace.events
         while self._low < len(events) and self._served[self._low]:
             self._low += 1
-        if self._low >= len(events):
-            return divergence(trace, cursor, call, None, unserved=self._unserved)
         if (call.kind, call.name, call.fingerprint) in self._queues:
             count = sum(
                 1
@@ -228,6 +226,8 @@ class ParallelMatcher:
                 unserved=self._unserved,
                 note=f"this exact call was recorded {count} time(s) and every one was already served",
             )
+        if self._low >= len(events):
+            return divergence(trace, cursor, call, None, unserved=self._unserved)
         same = [i for i in range(self._low, len(events)) if not self._served[i] and events[i].kind == call.kind]
         named = [i for i in same if events[i].name == call.name] or same
         expected = events[most_similar(call.request, named, trace)] if named else events[self._low]
@@ -315,7 +315,7 @@ class FuzzyMatcher:
                 break
             same.append(index)
         if exact >= 0:
-            return self._take(exact, 1.0, trace)
+            return self._take(exact, None, trace)
         best, best_score = -1, -1.0
         if same:
             score = self.similarity or _active_similarity()
@@ -337,7 +337,8 @@ class FuzzyMatcher:
             text = self._texts[index] = canonical_json(event.request)
         return text
 
-    def _take(self, index: int, score: float, trace: Trace) -> Event:
+    def _take(self, index: int, score: float | None, trace: Trace) -> Event:
+        """Serve step ``index``; ``score`` is ``None`` for an exact match."""
         events = trace.events
         frontier = self._top + 1
         self._served[index] = 1
@@ -350,9 +351,9 @@ class FuzzyMatcher:
         # Only newly passed-over steps are news: earlier ones were reported when passed.
         passed = [events[i].seq for i in range(frontier, index) if not self._served[i]]
         behind = index < frontier
-        if score < 1.0 or passed or behind:
+        if score is not None or passed or behind:
             parts = [f"rewind: fuzzy replay served step {event.seq} ({event.kind} {event.name!r})"]
-            if score < 1.0:
+            if score is not None:
                 parts.append(
                     f"to a call that differs from the recording (similarity {score:.2f}, "
                     f"threshold {self.threshold:.2f})"

@@ -281,6 +281,8 @@ def replay(
 ) -> Session:
     """Replay ``path`` offline: every recorded call is served from the file."""
     resolve_matcher(match)  # fail on a bad strategy name now, not at the first call
+    if break_at is not None and (not isinstance(break_at, int) or isinstance(break_at, bool) or break_at < 0):
+        raise ValueError(f"replay(break_at=...) must be a step number >= 0, not {break_at!r}")
     return Session(
         "replay",
         path=path,

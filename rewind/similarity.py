@@ -311,6 +311,13 @@ def _load_encoder(model_name: str) -> Encoder:
 def _model_location(model_name: str) -> str:
     if os.path.isdir(model_name):
         return model_name
+    if model_name.startswith((".", "~", os.sep)) or model_name.endswith(os.sep):
+        # Clearly a path: never let it fall through to a hub lookup.
+        raise RewindError(
+            f"could not load the embedding model {model_name!r}: no such model directory. "
+            "Models are not downloaded at replay time: pass a local sentence-transformers model "
+            f"directory, or use the bundled default ({DEFAULT_EMBEDDING_MODEL!r}; {_INSTALL_HINT})."
+        )
     short = model_name.rsplit("/", 1)[-1].lower()
     if short == DEFAULT_EMBEDDING_MODEL.lower():
         try:
