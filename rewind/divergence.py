@@ -99,8 +99,10 @@ def divergence(
     if reason is None:
         reason = classify(trace, cursor, call, expected, unserved=unserved)
     diff = ""
+    changed: list[str] = []
     if expected is not None and expected.kind == call.kind:
         diff = request_diff(expected.request, call.request, step)
+        changed = [_path_text(path) for path, _, _ in _changed_paths(expected.request, call.request, ())]
     hint = _HINTS.get(reason, "")
     lines = [f"rewind: replay diverged at step {step}: {reason}"]
     if expected is not None:
@@ -111,6 +113,9 @@ def divergence(
     if note:
         lines.append(f"  {note}")
     if diff:
+        if changed:
+            more = f" (+{len(changed) - 4} more)" if len(changed) > 4 else ""
+            lines.append(f"  changed at: {', '.join(changed[:4])}{more}")
         lines.append("  request diff (recorded -> incoming):")
         lines.extend("    " + line for line in diff.splitlines())
     elif expected is not None and expected.kind != call.kind:
@@ -181,6 +186,13 @@ def _changed_paths(a: Any, b: Any, path: tuple[Any, ...]) -> Iterator[tuple[tupl
             yield from _changed_paths(x, y, (*path, index))
     elif a != b:
         yield path, a, b
+
+
+def _path_text(path: tuple[Any, ...]) -> str:
+    text = ""
+    for part in path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(the whole request)"
 
 
 def _is_volatile(a: Any, b: Any) -> bool:
