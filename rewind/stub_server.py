@@ -1253,6 +1253,10 @@ class _Handler(BaseHTTPRequestHandler):
             # Accept both base URL conventions (with and without the /v1 suffix).
             if route.startswith("/v1/") or route == "/v1":
                 route = route[3:] or "/"
+            # Azure OpenAI puts the deployment in the path: /openai/deployments/{name}/chat/completions.
+            azure = re.match(r"/openai(?:/deployments/[^/]+)?(/.*)$", route)
+            if azure:
+                route = azure.group(1)
             provider: Provider = (
                 "anthropic" if route.startswith("/messages") or "anthropic-version" in headers else "openai"
             )
