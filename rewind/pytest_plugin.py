@@ -30,6 +30,7 @@ import pytest
 from .errors import DivergenceError, RewindError
 from .matching import Matcher
 from .session import Normalizer, Redactor, Session, record, replay
+from .trace import Trace
 
 __all__ = ["RECORD_MODES", "GoldenTrace", "rewind_session"]
 
@@ -280,9 +281,14 @@ def _scratch_path(path: Path) -> Path:
 
 
 def _promote(scratch: Path, target: Path) -> None:
-    """Atomically replace the golden trace (and its blob folder) by a finished recording."""
+    """Replace the golden trace (and its blob folder) by a finished recording, atomically."""
     # The old blob folder belongs to the old recording; the new one is self-contained.
     shutil.rmtree(f"{target}.blobs", ignore_errors=True)
+    if target.name.endswith(".gz"):
+        # The writer streams plain lines; a .gz golden is the same trace, compressed.
+        Trace.load(scratch).dump(target)
+        _discard(scratch)
+        return
     blobs = Path(f"{scratch}.blobs")
     if blobs.exists():
         os.replace(blobs, f"{target}.blobs")
@@ -309,7 +315,7 @@ def _plan(item: pytest.Item) -> _Run:
     mode = record_mode(item.config)
     recording = _records(mode, trace)
     target = trace.path
-    if recording and mode in ("all", "missing"):
+    if recording and (mode != "rewrite" or trace.path.name.endswith(".gz")):
         target = _scratch_path(trace.path)
     return _Run(
         trace=trace,
@@ -332,6 +338,8 @@ def _missing_message(run: _Run) -> str:
 
 
 def _open_message(run: _Run, exc: Exception) -> str:
+    if run.recording:
+        return f"rewind: cannot record golden trace {run.shown}: {exc}"
     return (
         f"rewind: cannot replay golden trace {run.shown}: {exc}\n"
         f"Re-record it (this runs the test live) with:\n    {run.command}"
@@ -391,6 +399,8 @@ def _settle(run: _Run, passed: bool) -> None:
     if not run.recording:
         run.outcome = "replayed"
     elif run.mode == "rewrite":
+        if run.target != run.trace.path:
+            _promote(run.target, run.trace.path)
         run.outcome = "recorded" if passed else "kept"
     elif passed:
         _promote(run.target, run.trace.path)

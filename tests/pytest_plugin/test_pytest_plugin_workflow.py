@@ -572,3 +572,45 @@ def test_loading_the_plugin_starts_no_opentelemetry(project: pytest.Pytester) ->
         """,
     )
     project.runpytest_subprocess().assert_outcomes(passed=1)
+
+
+def test_gzip_golden_traces_are_recorded_compressed_and_replayed(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _test_file(
+        project,
+        """
+        import pytest
+
+        from agent import run_agent
+
+
+        @pytest.mark.rewind_trace("traces/flight.rewind.gz")
+        def test_flight(rewind_session):
+            assert run_agent("find me a flight")["final"] == "SFO"
+        """,
+    )
+    assert project.runpytest_subprocess("--rewind-record-mode=rewrite").ret == 0
+    golden = project.path / "traces/flight.rewind.gz"
+    assert golden.read_bytes()[:2] == b"\x1f\x8b"
+    assert _answers(golden) == ["SFO for find me a flight"]
+    assert not list(golden.parent.glob("*.recording-*"))
+    _offline(monkeypatch)
+    project.runpytest_subprocess().assert_outcomes(passed=1)
+
+
+def test_a_corrupt_golden_trace_fails_with_the_command_that_rerecords_it(project: pytest.Pytester) -> None:
+    _test_file(project, FLIGHT)
+    golden = project.path / GOLDEN
+    golden.parent.mkdir(parents=True)
+    golden.write_text("this is not a trace\n")
+    result = project.runpytest_subprocess()
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        [
+            "rewind: cannot replay golden trace traces/golden/flight.rewind: *not a rewind trace*",
+            "Re-record it (this runs the test live) with:",
+            "    pytest --rewind-record test_agent.py::test_flight",
+        ]
+    )
+    _assert_clean_report(result.stdout.str())
