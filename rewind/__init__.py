@@ -32,9 +32,10 @@ from .errors import (
     TraceFormatError,
     UnconsumedEventsWarning,
 )
-from .matching import IncomingCall, Matcher, OrderedMatcher, StrictMatcher
+from .matching import FuzzyMatcher, IncomingCall, Matcher, OrderedMatcher, ParallelMatcher, StrictMatcher
 from .replay import ReplaySpanProcessor
 from .session import Session, current_session, fork, record, replay
+from .similarity import lexical_similarity, set_similarity, use_embedding_similarity
 from .threads import patch_thread_pool
 from .trace import Event, Trace
 
@@ -42,6 +43,7 @@ __all__ = [
     "Call",
     "DivergenceError",
     "Event",
+    "FuzzyMatcher",
     "FuzzyMatchWarning",
     "IncomingCall",
     "LiveCallDuringReplay",
@@ -49,6 +51,7 @@ __all__ = [
     "Matcher",
     "NeverCalled",
     "OrderedMatcher",
+    "ParallelMatcher",
     "PatchGapWarning",
     "ReplayDriftWarning",
     "ReplaySpanProcessor",
@@ -68,10 +71,13 @@ __all__ = [
     "begin_call",
     "current_session",
     "fork",
+    "lexical_similarity",
     "llm",
     "memory",
     "patch_thread_pool",
     "record",
     "replay",
+    "set_similarity",
     "tool",
+    "use_embedding_similarity",
 ]
