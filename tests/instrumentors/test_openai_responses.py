@@ -129,16 +129,20 @@ def test_with_raw_response(client, stub: StubServer, trace_path: Path) -> None:
 
 def test_with_streaming_response_stream_sync(client, stub: StubServer, trace_path: Path) -> None:
     """The path the OpenAI Agents SDK streams with."""
-    with rewind.record(trace_path):
-        with client.responses.with_streaming_response.create(model=MODEL, input="agents", stream=True) as response:
-            live = list(response.parse())
+    with (
+        rewind.record(trace_path),
+        client.responses.with_streaming_response.create(model=MODEL, input="agents", stream=True) as response,
+    ):
+        live = list(response.parse())
     (event,) = events(trace_path)
     assert event.get("stream")["truncated"] is False
     stub.stop()
-    with rewind.replay(trace_path):
-        with client.responses.with_streaming_response.create(model=MODEL, input="agents", stream=True) as response:
-            assert response.headers.get("content-type", "").startswith("text/event-stream")
-            replayed = list(response.parse())
+    with (
+        rewind.replay(trace_path),
+        client.responses.with_streaming_response.create(model=MODEL, input="agents", stream=True) as response,
+    ):
+        assert response.headers.get("content-type", "").startswith("text/event-stream")
+        replayed = list(response.parse())
     assert replayed == live
 
 
@@ -156,24 +160,32 @@ async def test_with_streaming_response_stream_async(aclient, stub: StubServer, t
 
 
 async def test_with_streaming_response_async_iter_lines(aclient, stub: StubServer, trace_path: Path) -> None:
-    async with rewind.record(trace_path):
-        async with aclient.responses.with_streaming_response.create(model=MODEL, input="raw sse", stream=True) as r:
-            live_lines = [line async for line in r.iter_lines()]
+    async with (
+        rewind.record(trace_path),
+        aclient.responses.with_streaming_response.create(model=MODEL, input="raw sse", stream=True) as r,
+    ):
+        live_lines = [line async for line in r.iter_lines()]
     stub.stop()
-    async with rewind.replay(trace_path):
-        async with aclient.responses.with_streaming_response.create(model=MODEL, input="raw sse", stream=True) as r:
-            replayed_lines = [line async for line in r.iter_lines()]
+    async with (
+        rewind.replay(trace_path),
+        aclient.responses.with_streaming_response.create(model=MODEL, input="raw sse", stream=True) as r,
+    ):
+        replayed_lines = [line async for line in r.iter_lines()]
     data = [line for line in live_lines if line.startswith("data:")]
     assert [line for line in replayed_lines if line.startswith("data:")] == data
 
 
 def test_with_streaming_response_non_stream_records_on_parse(client, stub: StubServer, trace_path: Path) -> None:
-    with rewind.record(trace_path):
-        with client.responses.with_streaming_response.create(model=MODEL, input="plain") as response:
-            live = response.parse()
+    with (
+        rewind.record(trace_path),
+        client.responses.with_streaming_response.create(model=MODEL, input="plain") as response,
+    ):
+        live = response.parse()
     (event,) = events(trace_path)
     assert event.response["id"] == live.id
     stub.stop()
-    with rewind.replay(trace_path):
-        with client.responses.with_streaming_response.create(model=MODEL, input="plain") as response:
-            assert response.parse() == live
+    with (
+        rewind.replay(trace_path),
+        client.responses.with_streaming_response.create(model=MODEL, input="plain") as response,
+    ):
+        assert response.parse() == live

@@ -78,9 +78,11 @@ def test_break_records_exactly_the_chunks_seen_as_truncated(client, stub: StubSe
 
 def test_with_exit_and_abandonment_finalize_once(client, stub: StubServer, trace_path: Path) -> None:
     stub.add_script(LONG, LONG)
-    with rewind.record(trace_path):
-        with client.chat.completions.create(model=MODEL, messages=ask("with"), stream=True) as stream:
-            next(iter(stream))
+    with (
+        rewind.record(trace_path),
+        client.chat.completions.create(model=MODEL, messages=ask("with"), stream=True) as stream,
+    ):
+        next(iter(stream))
         abandoned = client.chat.completions.create(model=MODEL, messages=ask("abandoned"), stream=True)
         next(abandoned)
         next(abandoned)
@@ -94,11 +96,13 @@ def test_with_exit_and_abandonment_finalize_once(client, stub: StubServer, trace
 
 def test_consumer_exception_records_truncated_stream(client, stub: StubServer, trace_path: Path) -> None:
     stub.add_script(LONG)
-    with rewind.record(trace_path), pytest.raises(ZeroDivisionError):
-        with client.chat.completions.create(model=MODEL, messages=ask("boom"), stream=True) as stream:
-            for index, _chunk in enumerate(stream):
-                if index == 1:
-                    raise ZeroDivisionError
+    with (
+        rewind.record(trace_path), pytest.raises(ZeroDivisionError),
+        client.chat.completions.create(model=MODEL, messages=ask("boom"), stream=True) as stream,
+    ):
+        for index, _chunk in enumerate(stream):
+            if index == 1:
+                raise ZeroDivisionError
     (event,) = events(trace_path)
     assert event.ok and event.get("stream")["truncated"] is True
     assert len(event.get("stream")["chunks"]) == 2
