@@ -341,3 +341,19 @@ def test_a_user_matcher_plugs_in_by_instance_or_registered_name(trace_path: Path
     with rewind.replay(trace_path, match="newest-first"):
         assert search("x") == "results for second"
         search("x")
+
+
+def test_the_parallel_agents_demo_replays_offline_repeatedly(run_python, tmp_path: Path) -> None:
+    result = run_python(
+        f"""
+        import runpy, sys
+        sys.argv = ["parallel_agents_demo.py", {str(tmp_path / "agents.rewind")!r}]
+        runpy.run_path("examples/parallel_agents_demo.py", run_name="__main__")
+        """,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "recorded 21 calls from 3 concurrent agents" in out
+    assert out.count("identical answers") == 3 and "no model server and no tool was reached" in out
+    assert len(Trace.load(tmp_path / "agents.rewind")) == 21
