@@ -122,3 +122,14 @@ def _finish(session: Session) -> None:
             json.dump(status, fh)
     elif failure:
         sys.stderr.write(f"{failure}\n")
+
+
+def autostart() -> Session | None:
+    """Instrument every installed provider SDK, then open the environment's session."""
+    try:
+        from .integrations import auto_patch
+    except ImportError:  # instrumentors not available in this install
+        auto_patch = None
+    if auto_patch is not None:
+        auto_patch()
+    return start_from_environment()
