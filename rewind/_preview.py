@@ -205,6 +205,9 @@ def outcome(event: Event, limit: int | None = None) -> str:
         text = f"[stream, {count} chunks] {streamed or ''}".rstrip()
     if text is None:
         text = compact(response)
+    stream = event.get("stream")
+    if isinstance(stream, dict) and stream.get("truncated"):
+        text = "[stream cut short] " + text
     return clip(text, limit)
 
 

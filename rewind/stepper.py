@@ -42,6 +42,10 @@ class LineStepper:
         self.style = style
         self.width = max(40, width)
         self.position = 0
+        try:
+            self._echoes = bool(stdin.isatty())
+        except (AttributeError, ValueError):
+            self._echoes = False
 
     def run(self) -> None:
         """Show the first step, then obey commands until ``q`` or end of input."""
@@ -57,6 +61,9 @@ class LineStepper:
             if not line:  # end of input: a pipe ran dry or the user pressed Ctrl-D
                 self._say("")
                 return
+            if not self._echoes:
+                # Commands piped in are not echoed by a terminal: echo them, so a log reads like a session.
+                self._say(line.rstrip("\r\n"))
             if not self.handle(line.strip()):
                 return
 
@@ -132,6 +139,8 @@ class LineStepper:
             if full:
                 self._block("stream", event.get("stream"), full)
         else:
+            if event.kind == "llm" and not full:
+                self._say(f"answer:   {outcome(event, self.width - 10)}")
             self._block("response", event.response, full)
 
     def _block(self, label: str, value: object, full: bool) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import zlib
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -58,12 +59,15 @@ def explain(exc: Exception) -> str:
     return message
 
 
-def open_trace(path: str) -> Trace:
-    """``Trace.open`` for a command-line argument, failing as a one-line ``CliError``."""
+def open_trace(path: str, *, eager: bool = False) -> Trace:
+    """``Trace.open`` (or ``Trace.load``) for a command-line argument, failing as a one-line ``CliError``."""
     try:
-        return Trace.open(path)
+        return Trace.load(path) if eager else Trace.open(path)
     except (TraceFormatError, OSError) as exc:
         raise CliError(explain(exc)) from None
+    except zlib.error as exc:
+        # A gzip archive whose deflate stream is damaged (the header checks passed).
+        raise CliError(explain(TraceFormatError(f"corrupt gzip archive ({exc})", path=path))) from None
 
 
 # -- output ----------------------------------------------------------------------------

@@ -7,9 +7,8 @@ import shutil
 
 import click
 
-from ..errors import TraceFormatError
 from ..trace import Trace
-from ._common import CliError, explain, get_output
+from ._common import CliError, get_output, open_trace
 
 BLOBS_SUFFIX = ".blobs"
 
@@ -68,10 +67,7 @@ def command(ctx: click.Context, trace_path: str, output_path: str | None, force:
         raise CliError(f"{destination}: the archive would overwrite its own source; pass a different -o PATH")
     if os.path.exists(destination) and not force:
         raise CliError(f"{destination}: already exists; pass --force to overwrite it or -o another PATH")
-    try:
-        trace = Trace.load(trace_path)
-    except (TraceFormatError, OSError) as exc:
-        raise CliError(explain(exc)) from None
+    trace = open_trace(trace_path, eager=True)
     try:
         write_archive(trace, destination)
     except OSError as exc:

@@ -25,8 +25,11 @@ def header_lines(trace: Trace, out: Output) -> list[str]:
         parts.append(f"rewind {head['rewind_version']}")
     parts.append(f"format v{trace.version}")
     lines = [out.style(f"{trace.path}", bold=True) + ": " + ", ".join(parts)]
-    if trace.meta:
-        lines.append("meta: " + ", ".join(f"{k}={compact(v, 80)}" for k, v in trace.meta.items()))
+    meta = head.get("meta")
+    if isinstance(meta, dict) and meta:
+        lines.append("meta: " + ", ".join(f"{k}={compact(v, 80)}" for k, v in meta.items()))
+    elif meta:
+        lines.append(f"meta: {compact(meta, 160)}")
     forked = head.get("forked_from")
     if isinstance(forked, dict):
         lines.append(f"forked from {forked.get('path')} at step {forked.get('at')}")
