@@ -379,6 +379,7 @@ def _close(item: pytest.Item, run: _Run, session: Session) -> None:
     error = item.stash.get(_ERROR_KEY, None)
     report = item.stash.get(_CALL_KEY, None)
     passed = report is not None and report.passed
+    skipped = report is not None and report.skipped
     try:
         if error is not None:
             # Let the session know the run failed: it then skips the consumption check,
@@ -391,10 +392,10 @@ def _close(item: pytest.Item, run: _Run, session: Session) -> None:
         message = str(exc).replace(str(run.trace.path), run.shown)
         hint = f"If the shorter run is intended, re-record the golden trace:\n    {run.command}"
         raise _fail(f"{message}\n{hint}") from None
-    _settle(run, passed)
+    _settle(run, passed, skipped=skipped)
 
 
-def _settle(run: _Run, passed: bool) -> None:
+def _settle(run: _Run, passed: bool, *, skipped: bool = False) -> None:
     """Carry out what becomes of a recording once the test's outcome is known."""
     if not run.recording:
         run.outcome = "replayed"
@@ -407,7 +408,7 @@ def _settle(run: _Run, passed: bool) -> None:
         run.outcome = "recorded"
     else:
         _discard(run.target)
-        run.outcome = "discarded"
+        run.outcome = "skipped" if skipped else "discarded"
 
 
 def _failed_recording_note(run: _Run) -> str | None:
@@ -487,7 +488,7 @@ def pytest_runtest_makereport(
             report.longrepr = _divergence_message(run, error)
         elif run.divergences and not isinstance(error, _Failed):
             report.sections.append(("rewind: the replay diverged first", _divergence_message(run, run.divergences[0])))
-    if call.when == "call" and not report.passed:
+    if call.when == "call" and report.failed:
         note = _failed_recording_note(run)
         if note is not None:
             report.sections.append(("rewind", note))
@@ -501,6 +502,7 @@ _LABELS = {
     "recorded": "recorded",
     "replayed": "replayed",
     "discarded": "not saved (the test failed while recording)",
+    "skipped": "not saved (the test was skipped or xfailed)",
     "kept": "recorded from a failing run",
     "missing": "missing",
     "unreadable": "unreadable",
@@ -531,5 +533,5 @@ class _Summary:
         terminalreporter.write_sep("-", "rewind golden traces")
         terminalreporter.write_line(", ".join(parts))
         for info in self.outcomes:
-            if info.get("outcome") in ("recorded", "kept", "discarded"):
+            if info.get("outcome") in ("recorded", "kept", "discarded", "skipped"):
                 terminalreporter.write_line(f"  {_LABELS[info['outcome']]}: {info.get('trace')}")

@@ -62,9 +62,7 @@ def _assert_clean_report(output: str) -> None:
 # --------------------------------------------------------------------------- record, replay
 
 
-def test_missing_trace_fails_with_the_command_that_records_it(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_missing_trace_fails_with_the_command_that_records_it(project: pytest.Pytester) -> None:
     _test_file(project, FLIGHT)
     result = project.runpytest_subprocess()
     result.assert_outcomes(errors=1)
@@ -82,8 +80,7 @@ def test_missing_trace_fails_with_the_command_that_records_it(
     command = next(line for line in result.stdout.lines if line.strip().startswith("pytest --rewind-record "))
     args = shlex.split(command)[1:]
     assert project.runpytest_subprocess(*args).ret == 0
-    _offline(monkeypatch)
-    project.runpytest_subprocess().assert_outcomes(passed=1)
+    assert (project.path / GOLDEN).exists()
 
 
 def test_record_flag_records_live_next_to_the_test_file_and_plain_pytest_replays_offline(
@@ -487,22 +484,40 @@ def test_marker_forwards_the_match_strategy(project: pytest.Pytester, monkeypatc
     )
 
 
-def test_marked_test_runs_in_its_session_even_without_asking_for_the_fixture(project: pytest.Pytester) -> None:
+def test_marked_test_runs_in_its_session_even_without_asking_for_the_fixture(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _test_file(
         project,
         """
+        import os
+
         import pytest
         import rewind
 
+        from agent import model
 
-        @pytest.mark.rewind_trace("traces/implicit.rewind")
+        pytestmark = pytest.mark.rewind_trace("traces/module.rewind")
+
+
         def test_implicit():
-            assert rewind.current_session() is not None
-            assert rewind.current_session().mode == "record"
+            session = rewind.current_session()
+            assert session is not None
+            assert session.mode == ("replay" if os.environ.get("AGENT_OFFLINE") else "record")
+            model("module level")
+
+
+        @pytest.mark.rewind_trace("traces/class.rewind")  # the closest marker wins
+        class TestClosest:
+            def test_method(self):
+                model("class level")
         """,
     )
     _record(project)
-    assert (project.path / "traces/implicit.rewind").exists()
+    assert _answers(project.path / "traces/module.rewind") == ["SFO for module level"]
+    assert _answers(project.path / "traces/class.rewind") == ["SFO for class level"]
+    _offline(monkeypatch)
+    project.runpytest_subprocess().assert_outcomes(passed=2)
 
 
 def test_misuse_is_reported_plainly(project: pytest.Pytester) -> None:
@@ -614,3 +629,35 @@ def test_a_corrupt_golden_trace_fails_with_the_command_that_rerecords_it(project
         ]
     )
     _assert_clean_report(result.stdout.str())
+
+
+def test_a_test_skipped_while_recording_keeps_its_old_golden(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _test_file(
+        project,
+        """
+        import os
+
+        import pytest
+
+        from agent import run_agent
+
+
+        @pytest.mark.rewind_trace("traces/flight.rewind")
+        def test_flight(rewind_session):
+            run_agent("find me a flight")
+            if os.environ.get("SKIP"):
+                pytest.skip("the service is down")
+        """,
+    )
+    golden = project.path / "traces/flight.rewind"
+    _record(project)
+    before = golden.read_bytes()
+    monkeypatch.setenv("AGENT_ANSWER", "LAX")
+    monkeypatch.setenv("SKIP", "1")
+    result = project.runpytest_subprocess("--rewind-record")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["1 not saved (the test was skipped or xfailed)"])
+    assert golden.read_bytes() == before
+    assert not list(golden.parent.glob("*.recording-*"))
