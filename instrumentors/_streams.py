@@ -181,7 +181,7 @@ class SyncStream(wrapt.ObjectProxy):  # type: ignore[misc]
         if isinstance(engine, ReplayEngine):
             return engine.next_item()
         if engine.finished:
-            raise StopIteration
+            return self.__wrapped__.__next__()  # read on after close(): the SDK decides what happens
         try:
             with engine.call.activate():
                 item = self.__wrapped__.__next__()
@@ -232,7 +232,7 @@ class AsyncStream(wrapt.ObjectProxy):  # type: ignore[misc]
             except StopIteration:
                 raise StopAsyncIteration from None
         if engine.finished:
-            raise StopAsyncIteration
+            return await self.__wrapped__.__anext__()
         try:
             with engine.call.activate():
                 item = await self.__wrapped__.__anext__()
