@@ -253,28 +253,32 @@ _BOUNDARY = "-@:_"
 
 
 def price_for(model: str, prices: Mapping[str, ModelPrice] | None = None) -> ModelPrice | None:
-    """The price of ``model``: from ``prices`` first, then ``DEFAULT_PRICES``; ``None`` if unlisted."""
+    """The price of ``model`` from ``prices`` and ``DEFAULT_PRICES``; ``None`` if unlisted.
+
+    The most specific entry wins: an exact name, else the longest listed prefix ending at
+    a separator (``gpt-4o`` prices ``gpt-4o-2024-08-06``, ``gpt-4o-mini`` prices
+    ``gpt-4o-mini-2024-07-18``). On equally specific entries ``prices`` wins.
+    """
     name = model.lower()
     names = [name]
     if "/" in name:  # "openai/gpt-4o", "models/gemini-2.5-pro"
         names.append(name.rsplit("/", 1)[1])
     tables = [_lower_keys(prices)] if prices else []
     tables.append(DEFAULT_PRICES)
-    for table in tables:
-        for candidate in names:
-            if candidate in table:
-                return table[candidate]
-            best = max(
-                (
-                    key
-                    for key in table
-                    if len(candidate) > len(key) and candidate.startswith(key) and candidate[len(key)] in _BOUNDARY
-                ),
-                key=len,
-                default=None,
-            )
-            if best is not None:
-                return table[best]
+    best: tuple[int, int, ModelPrice] | None = None
+    for candidate in names:
+        for rank, table in enumerate(tables):
+            for key, price in table.items():
+                if candidate == key:
+                    length = len(key) + 1  # an exact name beats any prefix
+                elif len(candidate) > len(key) and candidate.startswith(key) and candidate[len(key)] in _BOUNDARY:
+                    length = len(key)
+                else:
+                    continue
+                if best is None or (length, -rank) > (best[0], -best[1]):
+                    best = (length, rank, price)
+        if best is not None:
+            return best[2]
     return None
 
 

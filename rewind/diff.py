@@ -1,10 +1,12 @@
 """Where did two runs diverge? Align two traces step by step and report the differences.
 
-Steps are aligned by a longest-common-subsequence over their identities (kind and call
-name); among alignments with as many paired steps, the one pairing the most identical
-steps wins. A paired step is ``equal`` when its request and outcome (response or error)
-are the same, else ``changed``; an unpaired step is ``deleted`` (only in run A) or
-``inserted`` (only in run B).
+Steps are aligned by a weighted longest common subsequence over their identities (kind
+and call name): a pair of identical steps weighs twice as much as a pair that merely
+shares an identity, so one extra or missing step shifts the alignment instead of turning
+every later step into a change, while steps that all changed still pair up in place. A
+paired step is ``equal`` when its request and outcome (response or error) are the same,
+else ``changed``; an unpaired step is ``deleted`` (only in run A) or ``inserted`` (only
+in run B).
 
 Two live runs never match byte for byte: response ids, tool-call ids, timestamps and
 token usage change every run. Unless ``exact=True``, such values are masked before
@@ -276,10 +278,10 @@ def _align(side_a: _Side, side_b: _Side) -> list[tuple[int | None, int | None]]:
 def _lcs(
     ra: range, rb: range, ka: Sequence[Any], kb: Sequence[Any], sa: Sequence[str], sb: Sequence[str]
 ) -> Iterator[tuple[int | None, int | None]]:
-    """Weighted LCS: most paired steps first, then most identical pairs."""
+    """Weighted LCS: an identical pair scores 2, a pair sharing only kind and name 1."""
     n, m = len(ra), len(rb)
     a0, b0 = ra.start, rb.start
-    pair_weight = min(n, m) + 1  # one more pair always beats any number of identical-pair bonuses
+    pair_weight = 1
     table = [[0] * (m + 1) for _ in range(n + 1)]
     for i in range(n - 1, -1, -1):
         row, below = table[i], table[i + 1]
