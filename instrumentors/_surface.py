@@ -30,6 +30,12 @@ Contract
 * ``span(surface, instance, request)``: span name and start attributes (GenAI semconv).
 * ``response_attributes``, ``stream_summary``: provider-shaped response facts.
 * ``dump`` / ``dump_chunk`` / ``revive`` / ``revive_chunk`` / ``parse_result``.
+* ``hook(surface)``: the wrapper patched over the method (``sync_wrapper`` /
+  ``async_wrapper``); a provider overrides it for a method that defers its request, e.g.
+  a stream helper returning a manager that sends it on ``__enter__``.
+
+``intercepting()`` tells code running inside the SDK (a provider's hook on the SDK's own
+telemetry, say) whether a hooked call is running live under a session right now.
 
 Behaviour, for every surface
 ----------------------------
@@ -84,6 +90,11 @@ _WARNED: set[str] = set()
 _WARNED_LOCK = threading.Lock()
 
 
+def intercepting() -> bool:
+    """True while a hooked call runs live under a session: SDK work nested in it is that step's."""
+    return _NESTED.get()
+
+
 def warn_once(key: str, message: str, category: type[Warning], *, stacklevel: int = 3) -> None:
     """Emit ``message`` the first time ``key`` is seen in this process."""
     with _WARNED_LOCK:
@@ -136,6 +147,11 @@ class Provider:
     def surfaces(self) -> Sequence[Surface]:
         raise NotImplementedError
 
+    def hook(self, surface: Surface) -> Callable[..., Any]:
+        """The ``wrapt`` wrapper patched over ``surface``; override for methods that defer
+        their request (a stream manager sending it on ``__enter__``)."""
+        return async_wrapper(surface) if surface.is_async else sync_wrapper(surface)
+
     def type_of(self, path: str | None) -> Any:
         if path is None:
             return None
@@ -160,11 +176,7 @@ class Provider:
     # -- telemetry ------------------------------------------------------------------
     def span(self, surface: Surface, instance: Any, request: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         model = request.get("model")
-        attrs: dict[str, Any] = {
-            "gen_ai.operation.name": surface.operation,
-            "gen_ai.provider.name": self.name,
-            "rewind.surface": surface.name,
-        }
+        attrs: dict[str, Any] = {"gen_ai.operation.name": surface.operation, "gen_ai.provider.name": self.name}
         if isinstance(model, str):
             attrs["gen_ai.request.model"] = model
         attrs.update(server_attributes(instance))
@@ -175,6 +187,11 @@ class Provider:
         return {}
 
     def response_attributes(self, surface: Surface, data: Any) -> dict[str, Any]:
+        """Span attributes of a (revived or summarized) response, beyond what the core sets.
+
+        The core already sets ``gen_ai.response.id``/``.model``, input/output token usage
+        and chat-style finish reasons from the recorded response (``usage_attributes``).
+        """
         return {}
 
     def stream_summary(self, surface: Surface, chunks: list[Any]) -> Any:
@@ -297,7 +314,7 @@ class _Invocation:
             streaming = bool(getattr(result, "_stream", False) or getattr(result, "_is_sse_stream", False))
             is_legacy = kit.legacy_response is not None and isinstance(result, kit.legacy_response)
             engine = RecordEngine(call, surface)
-            if is_legacy and not streaming:
+            if not streaming and (is_legacy or self.raw_mode == "true"):
                 # with_raw_response already read the body: record it now.
                 SyncRaw(result, engine, streaming=False, is_async=False)._record_body()
                 return result
@@ -381,8 +398,8 @@ class _Invocation:
 
     def _wrapper_class(self) -> Any:
         kit = self.surface.provider.kit
-        if self.raw_mode == "true":
-            return kit.legacy_response
+        if self.raw_mode == "true" and kit.legacy_response is not None:
+            return kit.legacy_response  # newer codegen answers with_raw_response with APIResponse
         return kit.async_api_response if self.surface.is_async else kit.api_response
 
 
@@ -489,8 +506,7 @@ class Patcher:
                     gaps.append(surface)
                 continue
             original = owner.__dict__.get(surface.method)
-            make = async_wrapper if surface.is_async else sync_wrapper
-            wrapt.wrap_function_wrapper(owner, surface.method, make(surface))
+            wrapt.wrap_function_wrapper(owner, surface.method, self.provider.hook(surface))
             self._applied.append((owner, surface.method, original))
         for surface in gaps:
             warn_once(
