@@ -176,7 +176,11 @@ class Provider:
     # -- telemetry ------------------------------------------------------------------
     def span(self, surface: Surface, instance: Any, request: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         model = request.get("model")
-        attrs: dict[str, Any] = {"gen_ai.operation.name": surface.operation, "gen_ai.provider.name": self.name}
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": surface.operation,
+            "gen_ai.provider.name": self.name,
+            "rewind.surface": surface.name,
+        }
         if isinstance(model, str):
             attrs["gen_ai.request.model"] = model
         attrs.update(server_attributes(instance))
@@ -187,11 +191,6 @@ class Provider:
         return {}
 
     def response_attributes(self, surface: Surface, data: Any) -> dict[str, Any]:
-        """Span attributes of a (revived or summarized) response, beyond what the core sets.
-
-        The core already sets ``gen_ai.response.id``/``.model``, input/output token usage
-        and chat-style finish reasons from the recorded response (``usage_attributes``).
-        """
         return {}
 
     def stream_summary(self, surface: Surface, chunks: list[Any]) -> Any:
