@@ -1,4 +1,4 @@
-"""The friendly patching API: ``patch_openai()``, ``auto_patch()``, ``patched()``.
+"""The friendly patching API: ``patch_openai()``, ``patch_anthropic()``, ``auto_patch()``, ``patched()``.
 
 Each is a thin, reference-counted call into a real OpenTelemetry ``BaseInstrumentor``
 (the same class ``opentelemetry-instrument`` loads through the ``rewind_*`` entry
@@ -62,6 +62,7 @@ def register_provider(name: str, sdk: str, instrumentor: str) -> None:
 
 
 register_provider("openai", "openai", "rewind.instrumentors.openai:OpenAIInstrumentor")
+register_provider("anthropic", "anthropic", "rewind.instrumentors.anthropic:AnthropicInstrumentor")
 
 
 def providers() -> list[str]:
@@ -111,6 +112,11 @@ def patch_openai() -> Unpatch:
     return _patch(_lookup("openai", strict=True))
 
 
+def patch_anthropic() -> Unpatch:
+    """Hook the ``anthropic`` SDK (messages, the stream helper, the beta namespace); returns ``unpatch``."""
+    return _patch(_lookup("anthropic", strict=True))
+
+
 def _lookup(name: str, *, strict: bool) -> _Provider:
     provider = _PROVIDERS.get(name)
     if provider is None:
@@ -158,4 +164,4 @@ def patched(*names: str) -> Iterator[None]:
         unpatch()
 
 
-__all__ = ["Unpatch", "auto_patch", "patch_openai", "patched", "providers", "register_provider"]
+__all__ = ["Unpatch", "auto_patch", "patch_anthropic", "patch_openai", "patched", "providers", "register_provider"]
