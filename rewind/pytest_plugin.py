@@ -28,7 +28,7 @@ from typing import Any
 import pytest
 
 from .errors import DivergenceError, RewindError
-from .matching import Matcher
+from .matching import Matcher, resolve_matcher
 from .session import Normalizer, Redactor, Session, record, replay
 from .trace import Trace
 
@@ -253,21 +253,22 @@ def _fail(message: str) -> BaseException:
 
 def _open_session(item: pytest.Item, run: _Run) -> Session:
     trace = run.trace
+    try:
+        resolve_matcher(trace.match)  # a typo in match= fails when recording too, not first in CI
+    except (TypeError, ValueError) as exc:
+        raise _fail(f"rewind: @pytest.mark.{MARKER}({run.shown!r}): {exc}") from None
     if run.recording:
         if run.mode == "rewrite":
             _remove_trace(trace.path)
         meta = {"pytest": {"nodeid": item.nodeid}}
         return record(run.target, meta=meta, redact=trace.redact, normalize=trace.normalize)
-    try:
-        return replay(
-            trace.path,
-            match=trace.match,
-            require_full_consumption=trace.require_full_consumption,
-            redact=trace.redact,
-            normalize=trace.normalize,
-        )
-    except (TypeError, ValueError) as exc:
-        raise _fail(f"rewind: @pytest.mark.{MARKER}({run.shown!r}): {exc}") from None
+    return replay(
+        trace.path,
+        match=trace.match,
+        require_full_consumption=trace.require_full_consumption,
+        redact=trace.redact,
+        normalize=trace.normalize,
+    )
 
 
 def _remove_trace(path: Path) -> None:
@@ -475,12 +476,13 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     run = item.stash.get(_RUN_KEY, None)
+    if run is None:
+        return report
     if call.when == "call":
+        # The fixture's teardown decides the recording's fate from these.
         item.stash[_CALL_KEY] = report
         if call.excinfo is not None:
             item.stash[_ERROR_KEY] = call.excinfo.value
-    if run is None:
-        return report
     if report.failed and call.excinfo is not None:
         error = call.excinfo.value
         if isinstance(error, DivergenceError):
