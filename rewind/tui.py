@@ -69,10 +69,11 @@ class Browser:
             return None
         return self.events[self.visible[self.selected]]
 
-    def label(self, index: int) -> str:
+    def label(self, index: int, *, selected: bool = False) -> str:
+        # The cursor and error marks are characters too, so they show without colour or reverse video.
         event = self.events[index]
-        mark = "  " if event.ok else "! "
-        return f"{mark}#{event.seq:<4} {event.kind:<6} {event.name}"
+        mark = (">" if selected else " ") + (" " if event.ok else "!")
+        return f"{mark} #{event.seq:<4} {event.kind:<6} {event.name}"
 
     def apply_filter(self, text: str) -> None:
         keep = self.events[self.visible[self.selected]] if self.visible else None
@@ -266,9 +267,8 @@ class _Screen:
         left = max(24, min(48, cols * 2 // 5))
         right = cols - left - 1
         shown = f"{len(b.visible)}/{len(b.events)}" if b.filter else f"{len(b.events)}"
-        title = f" rewind · {b.title} · {shown} steps"
-        if b.filter:
-            title += f" · filter: {b.filter}"
+        # The path goes last: a narrow terminal cuts it, not the counts or the filter.
+        title = f" rewind · {shown} steps · " + (f"filter: {b.filter} · " if b.filter else "") + b.title
         self.put(0, 0, title.ljust(cols), cols, curses.A_REVERSE)
         # list pane
         if b.selected < b.top:
@@ -283,7 +283,7 @@ class _Screen:
             attr = 0 if b.events[index].ok else self.error_attr
             if position == b.selected:
                 attr |= curses.A_BOLD if b.expanded else curses.A_REVERSE
-            self.put(1 + row, 0, b.label(index).ljust(left), left, attr)
+            self.put(1 + row, 0, b.label(index, selected=position == b.selected).ljust(left), left, attr)
         try:
             self.screen.vline(1, left, curses.ACS_VLINE, body)
         except curses.error:
