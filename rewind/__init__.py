@@ -13,6 +13,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from . import integrations
 from .core import Call, begin_call
 from .decorators import llm, memory, tool
 from .doubles import NeverCalled, ScriptedLLM
@@ -32,6 +33,7 @@ from .errors import (
     TraceFormatError,
     UnconsumedEventsWarning,
 )
+from .integrations import auto_patch, patch_anthropic, patch_openai
 from .matching import FuzzyMatcher, IncomingCall, Matcher, OrderedMatcher, ParallelMatcher, StrictMatcher
 from .replay import ReplaySpanProcessor
 from .session import Session, current_session, fork, record, replay
@@ -68,6 +70,10 @@ __all__ = [
     "TraceFormatError",
     "UnconsumedEventsWarning",
     "__version__",
+    "auto_patch",
+    "integrations",
+    "patch_anthropic",
+    "patch_openai",
     "begin_call",
     "current_session",
     "fork",
