@@ -52,6 +52,7 @@ class SDKKit:
         # Newer SDKs moved to httpx2; the response classes must come from the same library.
         self.httpx: Any = getattr(base, "httpx2", None) or base.httpx
         self.construct_type: Any = _optional(f"{package}._models", "construct_type")
+        self.validate_type: Any = _optional(f"{package}._models", "validate_type")
         self.final_request_options: Any = _optional(f"{package}._models", "FinalRequestOptions")
         self.base_model: Any = _optional(f"{package}._models", "BaseModel")
         self.stream: Any = _optional(f"{package}._streaming", "Stream")

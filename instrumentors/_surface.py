@@ -176,11 +176,7 @@ class Provider:
     # -- telemetry ------------------------------------------------------------------
     def span(self, surface: Surface, instance: Any, request: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         model = request.get("model")
-        attrs: dict[str, Any] = {
-            "gen_ai.operation.name": surface.operation,
-            "gen_ai.provider.name": self.name,
-            "rewind.surface": surface.name,
-        }
+        attrs: dict[str, Any] = {"gen_ai.operation.name": surface.operation, "gen_ai.provider.name": self.name}
         if isinstance(model, str):
             attrs["gen_ai.request.model"] = model
         attrs.update(server_attributes(instance))
@@ -191,6 +187,11 @@ class Provider:
         return {}
 
     def response_attributes(self, surface: Surface, data: Any) -> dict[str, Any]:
+        """Span attributes of a (revived or summarized) response, beyond what the core sets.
+
+        The core already sets ``gen_ai.response.id``/``.model``, input/output token usage
+        and chat-style finish reasons from the recorded response (``usage_attributes``).
+        """
         return {}
 
     def stream_summary(self, surface: Surface, chunks: list[Any]) -> Any:
@@ -211,6 +212,15 @@ class Provider:
         if type_ is None or construct_type is None:
             self._fallback(type_path, "the type or the SDK's construct_type is missing")
             return data
+        validate_type = self.kit.validate_type
+        if validate_type is not None:
+            # The SDK's strict-validation parse: identical models for well-formed payloads, and
+            # an order of magnitude faster than the lenient parser below, which is what the SDK
+            # falls back to by default and what serves anything that does not validate.
+            try:
+                return validate_type(type_=type_, value=data)
+            except Exception:
+                pass
         try:
             return construct_type(type_=type_, value=data)
         except Exception as exc:  # any revival failure degrades to the dict

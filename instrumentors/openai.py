@@ -127,13 +127,10 @@ class OpenAIProvider(Provider):
         if not isinstance(data, dict):
             return {}
         attrs: dict[str, Any] = {}
-        if isinstance(data.get("id"), str):
-            attrs["gen_ai.response.id"] = data["id"]
-        if isinstance(data.get("model"), str):
-            attrs["gen_ai.response.model"] = data["model"]
-        reasons = _finish_reasons(data)
-        if reasons:
-            attrs["gen_ai.response.finish_reasons"] = reasons
+        if "choices" not in data:  # the core reports chat finish reasons itself
+            reasons = _finish_reasons(data)
+            if reasons:
+                attrs["gen_ai.response.finish_reasons"] = reasons
         usage = data.get("usage")
         if isinstance(usage, dict):
             attrs.update(_usage_attributes(usage))
@@ -215,13 +212,8 @@ def _finish_reasons(data: Mapping[str, Any]) -> list[str]:
 
 
 def _usage_attributes(usage: Mapping[str, Any]) -> dict[str, Any]:
+    """Cached and reasoning tokens (the core reports input and output tokens)."""
     attrs: dict[str, Any] = {}
-    input_tokens = usage.get("input_tokens", usage.get("prompt_tokens"))
-    output_tokens = usage.get("output_tokens", usage.get("completion_tokens"))
-    if isinstance(input_tokens, int):
-        attrs["gen_ai.usage.input_tokens"] = input_tokens
-    if isinstance(output_tokens, int):
-        attrs["gen_ai.usage.output_tokens"] = output_tokens
     input_details = usage.get("input_tokens_details") or usage.get("prompt_tokens_details")
     if isinstance(input_details, dict) and isinstance(input_details.get("cached_tokens"), int):
         attrs["gen_ai.usage.cache_read.input_tokens"] = input_details["cached_tokens"]

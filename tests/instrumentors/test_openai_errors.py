@@ -110,6 +110,7 @@ def test_revival_failure_serves_the_dict_and_warns_once(
     def broken(**_: object) -> object:
         raise RuntimeError("internals moved")
 
+    monkeypatch.setattr(PROVIDER.kit, "validate_type", broken)
     monkeypatch.setattr(PROVIDER.kit, "construct_type", broken)
     with rewind.replay(trace_path):
         with pytest.warns(ReviveFallbackWarning, match="ChatCompletion"):
@@ -153,3 +154,16 @@ def test_unpatch_restores_the_original_methods(stub: StubServer) -> None:
     assert Completions.__dict__["create"] is not before[0]
     unpatch()
     assert (Completions.__dict__["create"], AsyncCompletions.__dict__["create"]) == before
+
+
+def test_payload_the_strict_parser_rejects_is_revived_leniently(client, stub: StubServer, trace_path: Path) -> None:
+    """A newer API value (unknown to the installed SDK's types) replays like the SDK's lenient parse."""
+    with rewind.record(trace_path):
+        client.chat.completions.create(model=MODEL, messages=ask("future"))
+    text = trace_path.read_text()
+    trace_path.write_text(text.replace('"finish_reason":"stop"', '"finish_reason":"brand_new_reason"', 1))
+    stub.stop()
+    with rewind.replay(trace_path):
+        replayed = client.chat.completions.create(model=MODEL, messages=ask("future"))
+    assert type(replayed) is openai.types.chat.ChatCompletion
+    assert replayed.choices[0].finish_reason == "brand_new_reason"
