@@ -10,7 +10,9 @@ in run B).
 
 Two live runs never match byte for byte: response ids, tool-call ids, timestamps and
 token usage change every run. Unless ``exact=True``, such values are masked before
-comparing, so ``equal`` means "the same behaviour", not "the same bytes".
+comparing (in llm payloads every string ``id``/``*_id`` field; elsewhere values shaped
+like uuids, timestamps and provider ids), so ``equal`` means "the same behaviour", not
+"the same bytes".
 """
 
 from __future__ import annotations
@@ -57,13 +59,23 @@ _VOLATILE_INSIDE = re.compile(
 )
 
 
-def _mask(value: Any, key: str | None = None) -> Any:
+def _is_id_key(key: str | None) -> bool:
+    return key is not None and (key == "id" or key.endswith("_id"))
+
+
+def _mask(value: Any, key: str | None = None, *, provider: bool = False) -> Any:
+    """``value`` with per-run values replaced by placeholders.
+
+    ``provider`` marks an llm payload, where string ``id``/``*_id`` fields (response,
+    message, tool-call ids) are minted by the provider per call; in tool and memory
+    payloads an ``id`` may be real data, so only id-shaped strings are masked there.
+    """
     if isinstance(value, dict):
-        return {k: _mask(v, k) for k, v in value.items() if k not in _DROPPED_KEYS}
+        return {k: _mask(v, k, provider=provider) for k, v in value.items() if k not in _DROPPED_KEYS}
     if isinstance(value, list):
-        return [_mask(v) for v in value]
+        return [_mask(v, provider=provider) for v in value]
     if isinstance(value, str):
-        if _VOLATILE_WHOLE.match(value):
+        if _VOLATILE_WHOLE.match(value) or (provider and _is_id_key(key)):
             return "<id>"
         return _VOLATILE_INSIDE.sub("<time/id>", value)
     if key in _TIME_KEYS and isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -189,7 +201,8 @@ class _Side:
             result["error"] = event.error
         if self.exact:
             return event.request, result
-        return _mask(event.request), _mask(result)
+        provider = event.kind == "llm"
+        return _mask(event.request, provider=provider), _mask(result, provider=provider)
 
 
 def _digest(value: Any) -> str:
@@ -435,8 +448,9 @@ def _details(entry: DiffEntry, verbose: bool) -> list[str]:
             out.extend(_unified(_outcome_value(a), _outcome_value(b), "outcome"))
         return out
     out = []
+    provider = a.kind == "llm"
     if "request" in entry.changes:
-        out.extend(_path_lines(_mask(a.request), _mask(b.request), "request"))
+        out.extend(_path_lines(_mask(a.request, provider=provider), _mask(b.request, provider=provider), "request"))
     if "outcome" in entry.changes or "error" in entry.changes:
         out.append(f"A: {outcome(a, 100)}")
         out.append(f"B: {outcome(b, 100)}")
@@ -446,7 +460,8 @@ def _details(entry: DiffEntry, verbose: bool) -> list[str]:
             out.append(f"A: {clip(text_a, 100)}")
             out.append(f"B: {clip(text_b, 100)}")
         else:
-            out.extend(_path_lines(_mask(_outcome_value(a)), _mask(_outcome_value(b)), "response"))
+            left, right = _mask(_outcome_value(a), provider=provider), _mask(_outcome_value(b), provider=provider)
+            out.extend(_path_lines(left, right, "response"))
     return out
 
 

@@ -209,3 +209,23 @@ def test_large_traces_fall_back_to_block_alignment(tmp_path: Path, monkeypatch: 
 def test_diff_entry_is_plain_data() -> None:
     entry = DiffEntry("inserted", None, None, 0.0, 3)
     assert (entry.a_step, entry.b_step, entry.kind, entry.name) == (None, None, "", "")
+
+
+def test_provider_ids_are_masked_but_a_tool_id_is_data(tmp_path: Path) -> None:
+    def run(path: Path, order: str) -> Path:
+        @rewind.llm(name="chat")
+        def chat(**request: object) -> dict[str, object]:
+            return {"id": f"chatcmpl-stub-{order}", "choices": [{"message": {"content": "hi"}}], "model": "m"}
+
+        @rewind.tool(name="lookup")
+        def lookup(name: str) -> dict[str, object]:
+            return {"id": f"order-{order}", "name": name}
+
+        with rewind.record(path):
+            chat(model="m", messages=[])
+            lookup("x")
+        return path
+
+    diff = diff_traces(run(tmp_path / "a.rewind", "1"), run(tmp_path / "b.rewind", "2"))
+    assert [(e.op, e.name) for e in diff.entries] == [(EQUAL, "chat"), (CHANGED, "lookup")]
+    assert "response.id: order-1 → order-2" in render_text(diff)
