@@ -14,8 +14,10 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from . import integrations
+from .accounting import DEFAULT_PRICES, Accounting, ModelPrice, ModelUsage, account
 from .core import Call, begin_call
 from .decorators import llm, memory, tool
+from .diff import DiffEntry, TraceDiff, diff_traces, render_text
 from .doubles import NeverCalled, ScriptedLLM
 from .errors import (
     DivergenceError,
@@ -86,4 +88,13 @@ __all__ = [
     "set_similarity",
     "tool",
     "use_embedding_similarity",
+    "Accounting",
+    "DEFAULT_PRICES",
+    "DiffEntry",
+    "ModelPrice",
+    "ModelUsage",
+    "TraceDiff",
+    "account",
+    "diff_traces",
+    "render_text",
 ]
