@@ -134,12 +134,14 @@ class OrderedMatcher:
         pass
 
     def match(self, cursor: int, call: IncomingCall, trace: Trace) -> Event:
-        from .divergence import divergence, later_than
-
         if cursor >= len(trace.events):
+            from .divergence import divergence, later_than
+
             raise divergence(trace, cursor, call, None, unserved=later_than(cursor - 1))
         expected = trace.events[cursor]
         if expected.kind != call.kind:
+            from .divergence import divergence, later_than
+
             # Serving a tool result to a model call would be nonsense, not drift.
             raise divergence(trace, cursor, call, expected, unserved=later_than(cursor))
         if expected.name != call.name or expected.fingerprint != call.fingerprint:

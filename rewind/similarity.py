@@ -15,10 +15,10 @@ import math
 import os
 import re
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from .canonical import canonical_json
 from .errors import RewindError
@@ -36,10 +36,19 @@ __all__ = [
 
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
-_TOKEN = re.compile(r"\w+")
-# difflib's matcher is quadratic in the worst case; past this many character pairs the
-# changed middle is compared token by token instead.
-_CHAR_PAIRS_BUDGET = 250_000
+# Words are what remains once ASCII punctuation is blanked out: str.translate and
+# split run in C, several times faster than a regex over a long request.
+_BLANK_PUNCTUATION = str.maketrans({chr(c): " " for c in range(128) if not (chr(c).isalnum() or chr(c) == "_")})
+# A chunk ends at JSON punctuation, a line break or a sentence end: one field, one
+# short message, one line or one sentence of a long prompt.
+_CHUNK = re.compile(r"[^,{}\[\]\n.!?]*[,{}\[\]\n.!?]?")
+# difflib is quadratic in the worst case: past this many character pairs a changed
+# piece is compared by its words instead.
+_CHAR_PAIRS = 4_000
+# Characters read from each end of a large changed piece to estimate its overlap.
+_SAMPLE_CHARS = 256
+# Texts longer than this are profiled afresh each time rather than cached.
+_CACHE_LIMIT = 64 * 1024
 
 
 def _as_text(value: Any) -> str:
@@ -47,22 +56,69 @@ def _as_text(value: Any) -> str:
 
 
 def lexical_similarity(a: Any, b: Any) -> float:
-    """Half difflib ratio, half token-set Jaccard; ``1.0`` for identical input.
+    """Half difflib ratio, half word-set Jaccard; ``1.0`` for identical input.
 
-    Strings are compared as they are; anything else as its canonical JSON.
+    Strings are compared as they are; anything else as its canonical JSON. The ratio
+    is difflib's measure, twice the matching characters over the total length.
+    Short texts are matched character by character with ``difflib.SequenceMatcher``
+    (after peeling off their common beginning and end). Whole agent requests would
+    cost milliseconds that way, so their matching characters are counted in two
+    steps: chunks (a JSON field, a message, a sentence) present in both count in
+    full; what is left of each side, in order, is matched with difflib when small
+    and estimated from shared word pairs when not.
     """
     text_a, text_b = _as_text(a), _as_text(b)
     if text_a == text_b:
         return 1.0
     if not text_a or not text_b:
         return 0.0
-    return 0.5 * _sequence_ratio(text_a, text_b) + 0.5 * _jaccard(_tokens(text_a), _tokens(text_b))
+    profile_a, profile_b = _profile(text_a), _profile(text_b)
+    if len(text_a) * len(text_b) <= _CHAR_PAIRS:
+        matched = _piece_match(text_a, text_b)
+    else:
+        matched = _chunk_match(profile_a, profile_b, len(text_a), len(text_b))
+    ratio = min(1.0, 2.0 * matched / (len(text_a) + len(text_b)))
+    return 0.5 * ratio + 0.5 * _jaccard(profile_a.words, profile_b.words)
+
+
+class _Profile(NamedTuple):
+    chunks: list[str]
+    counts: Counter[str]
+    words: frozenset[str]
+
+
+def _profile(text: str) -> _Profile:
+    """A text's chunks and words, computed once: agent requests recur across a window."""
+    # Huge texts (inline images) are not kept alive by the cache.
+    return _cached_profile(text) if len(text) <= _CACHE_LIMIT else _build_profile(text)
 
 
 @lru_cache(maxsize=1024)
-def _tokens(text: str) -> frozenset[str]:
-    # Agent requests repeat across a window, so each one is tokenized once.
-    return frozenset(_TOKEN.findall(text.lower()))
+def _cached_profile(text: str) -> _Profile:
+    return _build_profile(text)
+
+
+def _build_profile(text: str) -> _Profile:
+    chunks = _CHUNK.findall(text)
+    if chunks and not chunks[-1]:
+        chunks.pop()  # findall's final empty match
+    # A request's chunks recur in the next requests (the history they re-send), so
+    # words are read per chunk, once.
+    words = frozenset().union(*map(_chunk_words, chunks)) if chunks else frozenset()
+    return _Profile(chunks, Counter(chunks), words)
+
+
+def _chunk_words(chunk: str) -> frozenset[str]:
+    return _cached_chunk_words(chunk) if len(chunk) <= _CACHE_LIMIT // 16 else frozenset(_words(chunk.lower()))
+
+
+@lru_cache(maxsize=16_384)
+def _cached_chunk_words(chunk: str) -> frozenset[str]:
+    return frozenset(_words(chunk.lower()))
+
+
+def _words(text: str) -> list[str]:
+    return text.translate(_BLANK_PUNCTUATION).split()
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -71,37 +127,62 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b)
 
 
-def _sequence_ratio(a: str, b: str) -> float:
-    """difflib's ratio, made cheap for the common case of a shared prefix and suffix.
+def _chunk_match(a: _Profile, b: _Profile, length_a: int, length_b: int) -> float:
+    common = a.counts.keys() & b.counts.keys()
+    matched: float = sum(len(chunk) * min(a.counts[chunk], b.counts[chunk]) for chunk in common)
+    if matched < length_a and matched < length_b:
+        # What is left of each side, in order. A chunk repeated more often on one side
+        # than the other (mostly punctuation) is dropped from both: too small to matter.
+        rest_a = "".join([chunk for chunk in a.chunks if chunk not in common])
+        rest_b = "".join([chunk for chunk in b.chunks if chunk not in common])
+        if rest_a and rest_b:
+            matched += _piece_match(rest_a, rest_b)
+    return matched
 
-    Consecutive model calls share their whole history and differ at the end; peeling
-    the common ends off first (they are matching blocks difflib would find anyway)
-    leaves only the changed middle for the quadratic matcher.
-    """
+
+def _piece_match(a: str, b: str) -> float:
+    """Matching characters of two pieces: difflib's count when small, estimated when not."""
+    # The common ends are matching blocks difflib would find anyway; slicing finds them fast.
     prefix = _common_prefix(a, b)
     suffix = _common_suffix(a, b, min(len(a), len(b)) - prefix)
+    matched: float = prefix + suffix
     middle_a = a[prefix : len(a) - suffix]
     middle_b = b[prefix : len(b) - suffix]
-    matched = prefix + suffix
-    if middle_a and middle_b:
-        if len(middle_a) * len(middle_b) <= _CHAR_PAIRS_BUDGET:
-            matcher = difflib.SequenceMatcher(None, middle_a, middle_b, autojunk=False)
-            matched += sum(block.size for block in matcher.get_matching_blocks())
-        else:
-            tokens_a = _TOKEN.findall(middle_a)
-            tokens_b = _TOKEN.findall(middle_b)
-            if tokens_a and tokens_b:
-                token_ratio = difflib.SequenceMatcher(None, tokens_a, tokens_b).ratio()
-                matched += round(token_ratio * min(len(middle_a), len(middle_b)))
-    return 2.0 * matched / (len(a) + len(b))
+    if not middle_a or not middle_b:
+        return matched
+    if len(middle_a) * len(middle_b) <= _CHAR_PAIRS:
+        blocks = difflib.SequenceMatcher(None, middle_a, middle_b, autojunk=False).get_matching_blocks()
+        return matched + sum(block.size for block in blocks)
+    # Too large for difflib: estimate from shared word pairs (two unrelated texts
+    # share many words but few phrases), read from a sample at each end of both
+    # pieces so the cost stays bounded; pieces this different are far apart anyway.
+    words_a, words_b = _words(_sample(middle_a)), _words(_sample(middle_b))
+    if len(words_a) < 2 or len(words_b) < 2:
+        return matched
+    pairs_a = set(zip(words_a, words_a[1:]))  # noqa: RUF007 - itertools.pairwise is slower here
+    pairs_b = set(zip(words_b, words_b[1:]))  # noqa: RUF007
+    share = len(pairs_a & pairs_b) / max(len(pairs_a), len(pairs_b))
+    return matched + share * min(len(middle_a), len(middle_b))
+
+
+def _sample(text: str) -> str:
+    if len(text) <= 2 * _SAMPLE_CHARS:
+        return text
+    return text[:_SAMPLE_CHARS] + " " + text[-_SAMPLE_CHARS:]
 
 
 def _common_prefix(a: str, b: str) -> int:
-    # Binary search over slice comparisons: C-speed memcmp instead of a Python loop.
-    low, high = 0, min(len(a), len(b))
+    # Gallop, then bisect, over slice comparisons: C-speed memcmp instead of a Python
+    # loop, and only a few comparisons when the common part is short.
+    limit = min(len(a), len(b))
+    low, step = 0, 16
+    while low + step <= limit and a[low : low + step] == b[low : low + step]:
+        low += step
+        step *= 2
+    high = min(limit, low + step)
     while low < high:
         mid = (low + high + 1) // 2
-        if a[:mid] == b[:mid]:
+        if a[low:mid] == b[low:mid]:
             low = mid
         else:
             high = mid - 1
@@ -109,14 +190,7 @@ def _common_prefix(a: str, b: str) -> int:
 
 
 def _common_suffix(a: str, b: str, limit: int) -> int:
-    low, high = 0, max(0, limit)
-    while low < high:
-        mid = (low + high + 1) // 2
-        if a[len(a) - mid :] == b[len(b) - mid :]:
-            low = mid
-        else:
-            high = mid - 1
-    return low
+    return _common_prefix(a[::-1][: max(0, limit)], b[::-1][: max(0, limit)]) if limit > 0 and a[-1] == b[-1] else 0
 
 
 # -- the active backend ----------------------------------------------------------
