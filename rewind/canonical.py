@@ -18,8 +18,10 @@ import decimal
 import enum
 import hashlib
 import json
+import json.encoder as _json_encoder
 import pathlib
 import re
+import threading
 import uuid
 import warnings
 from collections.abc import Mapping
@@ -30,7 +32,9 @@ from .errors import LossySerializationWarning
 BYTES_UTF8 = "__bytes_utf8__"
 BYTES_HEX = "__bytes_hex__"
 LITERAL = "__rewind_literal__"
-MARKER_KEYS = frozenset({BYTES_UTF8, BYTES_HEX, LITERAL})
+#: Marks a payload leaf stored in the trace's blob folder (``rewind.blobs``).
+BLOB = "__rewind_blob__"
+MARKER_KEYS = frozenset({BYTES_UTF8, BYTES_HEX, LITERAL, BLOB})
 
 # Process-dependent spellings: ``<Foo object at 0x7f3a...>`` and ``id=140234...``.
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
@@ -45,7 +49,12 @@ def normalize_repr(text: str) -> str:
 
 def canonical_json(value: Any) -> str:
     """The one spelling of JSON data used for fingerprints: sorted keys, no spaces."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_no_default)
+    return _CANONICAL.dumps(value)
+
+
+def compact_json(value: Any) -> str:
+    """JSON data in insertion order, no spaces, non-ASCII kept: how trace lines are spelled."""
+    return _COMPACT.dumps(value)
 
 
 def fingerprint(jsonable: Any) -> str:
@@ -55,6 +64,110 @@ def fingerprint(jsonable: Any) -> str:
 
 def _no_default(value: Any) -> Any:
     raise TypeError(f"not JSON data: {type(value).__name__}; call to_jsonable first")
+
+
+class _EscapeMemo:
+    """Remembers the JSON spelling of long strings.
+
+    An agent re-sends most of its history on every call, so the same message strings
+    are escaped for every fingerprint and every trace line; escaping is most of what
+    serializing them costs. The memo is bounded (oldest entries go first) and only
+    ever returns what the stdlib escaper returned for an equal string.
+    """
+
+    MIN_LENGTH = 64
+    MAX_LENGTH = 2_000_000
+    BUDGET = 8_000_000  # characters kept (strings and their spellings together)
+
+    def __init__(self, plain: Any) -> None:
+        self.plain = plain
+        self._memo: dict[str, str] = {}
+        self._size = 0
+        self._lock = threading.Lock()
+        self.escape = self._make_escape()
+
+    def _make_escape(self) -> Any:
+        # A closure over locals: the C encoder calls it once per string, so every
+        # attribute lookup saved here is saved thousands of times per call.
+        memo_get = self._memo.get
+        plain = self.plain
+        remember = self._remember
+        shortest, longest = self.MIN_LENGTH, self.MAX_LENGTH
+
+        def escape(text: str) -> str:
+            # Exact str only: a subclass may redefine equality or hashing.
+            if len(text) < shortest or type(text) is not str:
+                return plain(text)
+            spelled = memo_get(text)
+            if spelled is None:
+                spelled = plain(text)
+                if len(text) <= longest:
+                    remember(text, spelled)
+            return spelled
+
+        return escape
+
+    def _remember(self, text: str, spelled: str) -> None:
+        with self._lock:
+            if text in self._memo:
+                return
+            self._memo[text] = spelled
+            self._size += len(text) + len(spelled)
+            while self._size > self.BUDGET and self._memo:
+                oldest = next(iter(self._memo))
+                self._size -= len(oldest) + len(self._memo.pop(oldest))
+
+
+class _Dumper:
+    """``json.dumps`` with fixed options, escaping strings through the memo.
+
+    Built on the stdlib's C encoder, which takes the string escaper as a parameter;
+    where that encoder is unavailable (or spells anything differently from
+    ``json.dumps``) this is plain ``json.dumps``.
+    """
+
+    def __init__(self, *, sort_keys: bool, escape: Any) -> None:
+        self._options: dict[str, Any] = {
+            "sort_keys": sort_keys,
+            "separators": (",", ":"),
+            "ensure_ascii": False,
+            "default": _no_default,
+        }
+        self._sort_keys = sort_keys
+        self._escape = escape
+        self.dumps = self._stdlib
+        make = getattr(_json_encoder, "c_make_encoder", None)
+        if make is not None and self._agrees():
+            self.dumps = self._memoized
+
+    def _stdlib(self, value: Any) -> str:
+        return json.dumps(value, **self._options)
+
+    def _memoized(self, value: Any) -> str:
+        if type(value) is str:
+            return self._escape(value)
+        # A fresh markers dict per call, as json.dumps does: circular data raises ValueError.
+        encode = _json_encoder.c_make_encoder(
+            {}, _no_default, self._escape, None, ":", ",", self._sort_keys, False, True
+        )
+        return "".join(encode(value, 0))
+
+    def _agrees(self) -> bool:
+        sample = {
+            "b": [1, 2.5, -0.0, 1e16, float("nan"), float("inf"), None, True, False, "x" * 80],
+            "a": {"é\u2028\ud800": 'quote " and \\ \n\t', "z": 10**30},
+            "c": ("tuple", {"k": 1}),
+        }
+        try:
+            text = "y" * 80
+            return self._memoized(sample) == self._stdlib(sample) and self._memoized(text) == self._stdlib(text)
+        except Exception:  # any failure of the private encoder: use the stdlib path
+            return False
+
+
+_ESCAPE = _EscapeMemo(_json_encoder.encode_basestring)
+_CANONICAL = _Dumper(sort_keys=True, escape=_ESCAPE.escape)
+_COMPACT = _Dumper(sort_keys=False, escape=_ESCAPE.escape)
 
 
 def to_jsonable(value: Any) -> Any:
@@ -67,14 +180,41 @@ def to_jsonable(value: Any) -> Any:
     if cls is dict:
         return _convert_mapping(value)
     if cls is list or cls is tuple:
-        return [to_jsonable(item) for item in value]
+        return _convert_items(value)
     return _convert_other(value)
+
+
+# The two walkers below inline the scalar checks of ``to_jsonable``: payloads are
+# mostly strings and numbers, and a function call per leaf is most of the walk.
+
+
+def _convert_items(items: Any) -> list[Any]:
+    out: list[Any] = []
+    append = out.append
+    for item in items:
+        cls = type(item)
+        if cls is str or cls is int or cls is float or cls is bool or item is None:
+            append(item)
+        elif cls is dict:
+            append(_convert_mapping(item))
+        else:
+            append(to_jsonable(item))
+    return out
 
 
 def _convert_mapping(mapping: Mapping[Any, Any]) -> Any:
     out: dict[str, Any] = {}
     for key, item in mapping.items():
-        out[key if type(key) is str else _key_to_str(key)] = to_jsonable(item)
+        cls = type(item)
+        if cls is str or cls is int or cls is float or cls is bool or item is None:
+            converted = item
+        elif cls is dict:
+            converted = _convert_mapping(item)
+        elif cls is list or cls is tuple:
+            converted = _convert_items(item)
+        else:
+            converted = to_jsonable(item)
+        out[key if type(key) is str else _key_to_str(key)] = converted
     if len(out) == 1 and next(iter(out)) in MARKER_KEYS:
         # A user dict that looks like one of our markers must not be revived as one.
         return {LITERAL: out}
@@ -145,15 +285,32 @@ def from_jsonable(value: Any) -> Any:
     """Undo the reversible markers of ``to_jsonable``: bytes come back as bytes."""
     cls = type(value)
     if cls is dict:
-        if len(value) == 1:
-            (key, inner), = value.items()
-            if key == BYTES_UTF8 and isinstance(inner, str):
-                return inner.encode("utf-8")
-            if key == BYTES_HEX and isinstance(inner, str):
-                return bytes.fromhex(inner)
-            if key == LITERAL and isinstance(inner, dict):
-                return {k: from_jsonable(v) for k, v in inner.items()}
-        return {k: from_jsonable(v) for k, v in value.items()}
+        return _revive_mapping(value)
     if cls is list:
-        return [from_jsonable(item) for item in value]
+        return _revive_items(value)
     return value
+
+
+def _revive_mapping(value: dict[str, Any]) -> Any:
+    if len(value) == 1:
+        (key, inner), = value.items()
+        if key == BYTES_UTF8 and isinstance(inner, str):
+            return inner.encode("utf-8")
+        if key == BYTES_HEX and isinstance(inner, str):
+            return bytes.fromhex(inner)
+        if key == LITERAL and isinstance(inner, dict):
+            value = inner  # the user's own dict: its key is not a marker
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        cls = type(item)
+        out[key] = _revive_mapping(item) if cls is dict else _revive_items(item) if cls is list else item
+    return out
+
+
+def _revive_items(value: list[Any]) -> list[Any]:
+    out: list[Any] = []
+    append = out.append
+    for item in value:
+        cls = type(item)
+        append(_revive_mapping(item) if cls is dict else _revive_items(item) if cls is list else item)
+    return out

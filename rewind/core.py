@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
@@ -122,10 +124,12 @@ class Call:
             # saw it start: decide here, the same way.
             self.session.decide(self)
         if self.seq is not None and self.span.is_recording():
-            self.span.set_attribute("rewind.seq", self.seq)
+            # One set_attributes call: each call takes the span's lock and re-checks limits.
+            facts: dict[str, Any] = {"rewind.seq": self.seq}
             if self.served is not None:
-                self.span.set_attribute("rewind.replayed", True)
-                self.span.set_attribute("rewind.replayed_step", self.served.seq)
+                facts["rewind.replayed"] = True
+                facts["rewind.replayed_step"] = self.served.seq
+            self.span.set_attributes(facts)
 
     # -- replay -----------------------------------------------------------------
     @property
@@ -144,6 +148,9 @@ class Call:
             self._end_with_error(error)
             raise error
         assert self.served is not None
+        # A lazily loaded event re-reads its line on every access; this call's copy
+        # reads it once, however often the hooks and the caller look at it.
+        self.served = self.served.hydrated()
         self.session.delivered(self.served)
         return self.served
 
@@ -173,11 +180,9 @@ class Call:
         self.span.end()
 
     # -- live -------------------------------------------------------------------
-    @contextmanager
-    def activate(self) -> Iterator[trace_api.Span]:
+    def activate(self) -> AbstractContextManager[trace_api.Span]:
         """Make this call's span current while the live call runs (HTTP spans nest under it)."""
-        with trace_api.use_span(self.span, end_on_exit=False, record_exception=False, set_status_on_exception=False):
-            yield self.span
+        return _Activation(self.span)
 
     def succeed(
         self,
@@ -280,6 +285,40 @@ class Call:
             self.span.end()
 
 
+class _Activation(AbstractContextManager[trace_api.Span]):
+    """``trace.use_span`` without the generator machinery (it runs on every live call):
+    the span is current inside the block; nothing is recorded or ended on exit."""
+
+    __slots__ = ("_span", "_token")
+
+    def __init__(self, span: trace_api.Span) -> None:
+        self._span = span
+        self._token: object | None = None
+
+    def __enter__(self) -> trace_api.Span:
+        self._token = context_api.attach(trace_api.set_span_in_context(self._span))
+        return self._span
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        context_api.detach(self._token)  # type: ignore[arg-type]
+
+
+_SESSIONS: ModuleType | None = None
+
+
+def _sessions() -> ModuleType:
+    # Imported on first use (session imports the exporter, which imports the trace
+    # module); kept, so the hot path does not run an import statement per call.
+    global _SESSIONS
+    if _SESSIONS is None:
+        from . import session
+
+        _SESSIONS = session
+    return _SESSIONS
+
+
 def begin_call(
     kind: str,
     name: str,
@@ -289,11 +328,10 @@ def begin_call(
     attributes: Mapping[str, Any] | None = None,
 ) -> Call | None:
     """Start intercepting a call, or return ``None`` when no session is active."""
-    from .session import current_session, warn_if_threadless
-
-    session = current_session()
+    sessions = _SESSIONS or _sessions()
+    session = sessions.current_session()
     if session is None:
-        warn_if_threadless(kind, name)
+        sessions.warn_if_threadless(kind, name)
         return None
     call = Call(session, kind, name, request)
     call._start_span(span_name, attributes)

@@ -24,7 +24,7 @@ from .errors import DivergenceError, RewindError, ThreadlessCallWarning, Unconsu
 from .exporters.rewind_file import RewindSpanExporter
 from .matching import Matcher, resolve_matcher
 from .replay import ReplaySpanProcessor
-from .trace import Event, PathLike, Trace, TraceWriter, new_header
+from .trace import BLOBS_FORMAT_VERSION, Event, PathLike, Trace, TraceWriter, check_threshold, new_header
 
 if TYPE_CHECKING:
     from .core import Call
@@ -78,6 +78,7 @@ class Session:
         require_full_consumption: bool = False,
         fork_at: int | None = None,
         save_as: PathLike | None = None,
+        externalize: int | None = None,
     ) -> None:
         if redact is not None and not callable(redact):
             raise TypeError(f"redact= must be a callable payload -> payload, not {type(redact).__name__}")
@@ -102,6 +103,7 @@ class Session:
         self._match = match
         self._fork_at = fork_at
         self._save_as = os.fspath(save_as) if save_as is not None else None
+        self._externalize = check_threshold(externalize)
         self._lock = threading.Lock()
         self._next_seq = 0
         self._replayer: ReplaySpanProcessor | None = None
@@ -162,9 +164,8 @@ class Session:
 
     def _open(self) -> None:
         if self.mode == "record":
-            header = new_header(self._meta)
-            self.trace = Trace(header=header, path=self.path)
-            self.writer = TraceWriter(self.path, header)
+            self.writer = TraceWriter(self.path, new_header(self._meta), externalize=self._externalize)
+            self.trace = Trace(header=self.writer.header, path=self.path)
         else:
             source = Trace.open(self.path)
             self.trace = source
@@ -185,7 +186,11 @@ class Session:
                         "match": strategy,
                     },
                 )
-                self.writer = TraceWriter(self._save_as, header)
+                # A fork of a blob-externalizing trace keeps externalizing, or its
+                # served prefix would inline every big payload again.
+                inherited = source.header.get("externalize") if source.version >= BLOBS_FORMAT_VERSION else None
+                threshold = self._externalize or inherited
+                self.writer = TraceWriter(self._save_as, header, externalize=threshold)
         if self.writer is not None:
             self._export = SimpleSpanProcessor(RewindSpanExporter(self.writer))
 
@@ -264,9 +269,15 @@ def record(
     meta: dict[str, Any] | None = None,
     redact: Redactor | None = None,
     normalize: Normalizer | None = None,
+    externalize: int | None = None,
 ) -> Session:
-    """Record a live run to ``path``, one flushed line per call."""
-    return Session("record", path=path, meta=meta, redact=redact, normalize=normalize)
+    """Record a live run to ``path``, one flushed line per call.
+
+    ``externalize`` (a byte threshold) stores every payload leaf of that size or more
+    once, content-addressed, under ``<path>.blobs/`` (trace format v2).
+    """
+    check_threshold(externalize)  # fail on a bad threshold now, not when the session opens
+    return Session("record", path=path, meta=meta, redact=redact, normalize=normalize, externalize=externalize)
 
 
 def replay(

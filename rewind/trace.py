@@ -5,10 +5,17 @@ at any moment leaves every completed call on disk. A torn final line (the write 
 kill interrupted) is tolerated; corruption anywhere else is a ``TraceFormatError``
 that names the file and line.
 
+Two format versions exist. v1 keeps every payload inline. v2 (written by
+``record(..., externalize=N)``) may replace big payload leaves with markers that
+name a content-addressed file in ``<trace>.blobs/`` (see ``rewind.blobs``); readers
+put the original values back, so events look the same whichever version they came
+from. A reader that only knows v1 refuses a v2 file with "newer format, upgrade".
+
 ``Trace.open`` keeps a small skeleton per event (seq, kind, name, fingerprint,
-timing and the line's offset) and reads bodies back on demand, so replay memory
-follows the number of events rather than their size. ``Trace.load`` parses
-everything up front.
+timing and the line's place in the file) and reads bodies back on demand, so replay
+memory follows the number of events rather than their size. ``Trace.load`` parses
+everything up front. Gzip archives (``rewind compact``) have no random access, so
+both load them eagerly.
 """
 
 from __future__ import annotations
@@ -21,14 +28,20 @@ import threading
 import time
 import weakref
 from collections.abc import Iterator, Mapping
+from json.decoder import JSONDecodeError, scanstring
 from pathlib import Path
 from typing import Any
 
+from . import blobs as _blobs
+from .canonical import compact_json
 from .errors import TraceFormatError
 
 FORMAT_NAME = "agent-rewind"
+#: The version of a trace whose payloads are all inline (what ``record`` writes by default).
 FORMAT_VERSION = 1
-SUPPORTED_VERSIONS = frozenset({1})
+#: The version of a trace that may keep payload leaves in ``<trace>.blobs/``.
+BLOBS_FORMAT_VERSION = 2
+SUPPORTED_VERSIONS = frozenset({1, 2})
 KINDS = ("llm", "tool", "memory")
 
 PathLike = str | os.PathLike[str]
@@ -42,12 +55,19 @@ _SKELETON = re.compile(
 )
 _SKELETON_KEYS = ("seq", "kind", "name", "fingerprint", "ts", "duration_ms", "ok", "live")
 
+# Reading a served event's response should not cost reading its request, which the
+# writer puts last: a body is first read this far, and the rest only when needed.
+_HEAD_PREFIX = 64 * 1024
+_REQUEST_KEY = '"request":'
+_scan_value = json.JSONDecoder().scan_once
+
 
 class _LineSource:
     """Random access to the lines of one trace file, for lazily loaded events."""
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.blobs: _blobs.BlobStore | None = None
         self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         self._lock = threading.Lock()
         self._finalizer = weakref.finalize(self, os.close, self._fd)
@@ -68,10 +88,24 @@ class Event:
 
     ``request``, ``response`` and ``error`` are JSON data. On an event from
     ``Trace.open`` they are read from the file when first touched and not kept, so
-    holding many events costs little memory.
+    holding many events costs little memory; ``hydrated()`` gives a copy that keeps
+    what it reads (what a call being served holds).
     """
 
-    __slots__ = ("seq", "kind", "name", "fingerprint", "ts", "duration_ms", "ok", "live", "_body", "_where")
+    __slots__ = (
+        "seq",
+        "kind",
+        "name",
+        "fingerprint",
+        "ts",
+        "duration_ms",
+        "ok",
+        "live",
+        "_body",
+        "_head",
+        "_where",
+        "_keep",
+    )
 
     def __init__(
         self,
@@ -101,7 +135,9 @@ class Event:
             body.update(extra)
         body["request"] = request
         self._body: dict[str, Any] | None = body
+        self._head: dict[str, Any] | None = None
         self._where: tuple[_LineSource, int, int, int] | None = None
+        self._keep = True
 
     # -- body ---------------------------------------------------------------
     @property
@@ -110,15 +146,25 @@ class Event:
         if self._body is not None:
             return self._body
         assert self._where is not None
-        source, offset, length, lineno = self._where
-        raw = source.read(offset, length)
-        try:
-            parsed = json.loads(raw)
-        except ValueError as exc:
-            raise TraceFormatError(f"corrupt event line ({exc})", path=source.path, line=lineno) from None
-        for key in _SKELETON_KEYS:
-            parsed.pop(key, None)
-        return parsed
+        body = _read_body(self._where)
+        if self._keep:
+            if self._head is not None:
+                body.update(self._head)  # keep handing out the objects already handed out
+                self._head = None
+            self._body = body
+        return body
+
+    def _head_body(self) -> dict[str, Any]:
+        """The body without the request (all of it, when it is in memory anyway)."""
+        if self._body is not None:
+            return self._body
+        if self._head is not None:
+            return self._head
+        assert self._where is not None
+        head = _read_head(self._where)
+        if self._keep:
+            self._head = head
+        return head
 
     @property
     def request(self) -> Any:
@@ -126,22 +172,40 @@ class Event:
 
     @property
     def response(self) -> Any:
-        return self.body.get("response")
+        return self._head_body().get("response")
 
     @property
     def error(self) -> dict[str, Any] | None:
-        return self.body.get("error")
+        return self._head_body().get("error")
 
     def get(self, key: str, default: Any = None) -> Any:
         """An extra body field written by an instrumentor (e.g. ``"stream"``)."""
-        return self.body.get(key, default)
+        if key == "request":
+            return self.body.get(key, default)
+        return self._head_body().get(key, default)
 
     def materialize(self) -> Event:
         """Pin the body in memory (a lazily loaded event stops touching its file)."""
         if self._body is None:
+            self._keep = True
             self._body = self.body
             self._where = None
         return self
+
+    def hydrated(self) -> Event:
+        """This event for one consumer: a lazily loaded event is copied, and the copy
+        keeps whatever it reads, so a served step parses its line once. Events already
+        in memory are returned as they are."""
+        if self._where is None:
+            return self
+        clone = Event.__new__(Event)
+        clone.seq, clone.kind, clone.name, clone.fingerprint = self.seq, self.kind, self.name, self.fingerprint
+        clone.ts, clone.duration_ms, clone.ok, clone.live = self.ts, self.duration_ms, self.ok, self.live
+        clone._body = None
+        clone._head = None
+        clone._where = self._where
+        clone._keep = True
+        return clone
 
     # -- (de)serialization ----------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -202,7 +266,110 @@ class Event:
 
 
 def _dumps_line(data: Mapping[str, Any]) -> bytes:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    return compact_json(data).encode("utf-8", "surrogatepass")
+
+
+# -- reading bodies on demand --------------------------------------------------------
+
+
+class _Incomplete(Exception):
+    """The prefix read so far ends before the part of the body we need."""
+
+
+def _read_body(where: tuple[_LineSource, int, int, int]) -> dict[str, Any]:
+    source, offset, length, lineno = where
+    raw = source.read(offset, length)
+    try:
+        parsed = json.loads(raw)
+        if not isinstance(parsed, dict):
+            raise ValueError("an event line must be a JSON object")
+    except ValueError as exc:
+        raise TraceFormatError(f"corrupt event line ({exc})", path=source.path, line=lineno) from None
+    for key in _SKELETON_KEYS:
+        parsed.pop(key, None)
+    if source.blobs is not None and _blobs.BLOB_MARKER in raw:
+        parsed = _restore_fields(parsed, source.blobs, None)
+    return parsed
+
+
+def _read_head(where: tuple[_LineSource, int, int, int]) -> dict[str, Any]:
+    source, offset, length, lineno = where
+    size = min(length, _HEAD_PREFIX)
+    raw = source.read(offset, size)
+    try:
+        try:
+            head = _parse_head(raw, complete=size == length)
+        except _Incomplete:
+            raw = source.read(offset, length)
+            head = _parse_head(raw, complete=True)
+    except (ValueError, _Incomplete) as exc:
+        raise TraceFormatError(f"corrupt event line ({exc})", path=source.path, line=lineno) from None
+    if source.blobs is not None and _blobs.BLOB_MARKER in raw:
+        head = _restore_fields(head, source.blobs, None)
+    return head
+
+
+def _parse_head(raw: bytes, *, complete: bool) -> dict[str, Any]:
+    """The body fields that come before ``"request"`` on a line our writer wrote."""
+    match = _SKELETON.match(raw)
+    if match is None:
+        if not complete:
+            raise _Incomplete
+        raise ValueError("the event skeleton is damaged")
+    if raw[match.end() - 1] == 0x7D:  # "}": a skeleton-only line
+        return {}
+    chunk = raw[match.end() :]
+    if not complete:
+        chunk = _whole_characters(chunk)
+    try:
+        text = chunk.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError as exc:
+        raise ValueError(str(exc)) from None
+    head: dict[str, Any] = {}
+    pos = 0
+    try:
+        while True:
+            if text.startswith(_REQUEST_KEY, pos):
+                return head
+            if text[pos] != '"':
+                raise ValueError(f"expected a field name at column {match.end() + pos + 1}")
+            key, pos = scanstring(text, pos + 1)
+            if text[pos] != ":":
+                raise ValueError(f"expected ':' at column {match.end() + pos + 1}")
+            value, pos = _scan_value(text, pos + 1)
+            head[key] = value
+            sep = text[pos]
+            if sep == "}":
+                if pos != len(text) - 1:
+                    raise ValueError(f"extra data after the event at column {match.end() + pos + 2}")
+                return head
+            if sep != ",":
+                raise ValueError(f"expected ',' or '}}' at column {match.end() + pos + 1}")
+            pos += 1
+    except (IndexError, StopIteration, JSONDecodeError) as exc:
+        if not complete:
+            raise _Incomplete from None
+        if isinstance(exc, JSONDecodeError):
+            raise ValueError(str(exc)) from None
+        raise ValueError("the event line ends early") from None
+
+
+def _whole_characters(chunk: bytes) -> bytes:
+    """Drop a UTF-8 sequence cut in half at the end of a prefix read."""
+    end = len(chunk)
+    back = 0
+    while back < 3 and end - back > 0 and chunk[end - back - 1] & 0xC0 == 0x80:
+        back += 1
+    if end - back > 0 and chunk[end - back - 1] >= 0xC0:
+        return chunk[: end - back - 1]
+    return chunk
+
+
+def _restore_fields(body: dict[str, Any], store: _blobs.BlobStore, cache: dict[str, Any] | None) -> dict[str, Any]:
+    return {key: _blobs.restore(value, store, cache) for key, value in body.items()}
+
+
+# -- headers ---------------------------------------------------------------------------
 
 
 def new_header(meta: Mapping[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
@@ -219,6 +386,38 @@ def new_header(meta: Mapping[str, Any] | None = None, **fields: Any) -> dict[str
     }
     header.update(fields)
     return header
+
+
+def check_threshold(externalize: Any) -> int | None:
+    """Validate an ``externalize=`` byte threshold (``None`` keeps payloads inline)."""
+    if externalize is None:
+        return None
+    if isinstance(externalize, bool) or not isinstance(externalize, int) or externalize < 1:
+        raise ValueError(f"externalize= must be a byte threshold >= 1 (or None), not {externalize!r}")
+    return externalize
+
+
+def _header_for(header: Mapping[str, Any], path: str, externalize: int | None) -> dict[str, Any]:
+    """``header`` as written to ``path``: v2 with its blob folder when externalizing, else v1."""
+    out = dict(header)
+    out.pop("externalize", None)
+    out.pop("blobs", None)
+    if externalize is None:
+        out["version"] = FORMAT_VERSION
+    else:
+        out["version"] = BLOBS_FORMAT_VERSION
+        out["externalize"] = externalize
+        out["blobs"] = os.path.basename(_blobs.blob_dir_for(path))
+    return out
+
+
+def _event_fields(data: dict[str, Any], store: _blobs.BlobStore | None, threshold: int | None) -> dict[str, Any]:
+    if store is None or threshold is None:
+        return data
+    return {
+        key: value if key in _SKELETON_KEYS else _blobs.externalize(value, store, threshold)
+        for key, value in data.items()
+    }
 
 
 class Trace:
@@ -260,7 +459,7 @@ class Trace:
     # -- reading ------------------------------------------------------------
     @classmethod
     def load(cls, path: PathLike) -> Trace:
-        """Read a whole trace into memory, every body parsed."""
+        """Read a whole trace into memory, every body parsed and every blob read."""
         return _read(os.fspath(path), lazy=False)
 
     @classmethod
@@ -272,11 +471,24 @@ class Trace:
         return _read(os.fspath(path), lazy=True)
 
     # -- writing ------------------------------------------------------------
-    def dump(self, path: PathLike) -> None:
-        """Write this trace to ``path`` (gzip-compressed when it ends in ``.gz``)."""
+    def dump(self, path: PathLike, *, externalize: int | None = None) -> None:
+        """Write this trace to ``path`` (gzip-compressed when it ends in ``.gz``).
+
+        ``externalize`` (a byte threshold) writes a v2 trace whose big payload leaves
+        go to ``<path>.blobs/``; by default a trace read from a v2 file keeps its
+        threshold, and any other trace is written inline (v1).
+        """
         target = os.fspath(path)
+        threshold = check_threshold(externalize)
+        if threshold is None and self.version >= BLOBS_FORMAT_VERSION:
+            threshold = check_threshold(self.header.get("externalize"))
         Path(target).parent.mkdir(parents=True, exist_ok=True)
-        lines = [_dumps_line(self.header)] + [event.to_line() for event in self.events]
+        store = _blobs.BlobStore(_blobs.blob_dir_for(target), trace_path=target) if threshold else None
+        if store is not None:
+            store.ensure_dir()
+        header = _header_for(self.header, target, threshold)
+        lines = [_dumps_line(header)]
+        lines.extend(_dumps_line(_event_fields(event.to_dict(), store, threshold)) for event in self.events)
         payload = b"\n".join(lines) + b"\n"
         tmp = f"{target}.tmp-{os.getpid()}"
         opener = gzip.open if target.endswith(".gz") else open
@@ -307,6 +519,9 @@ def _check_header(raw: bytes, path: str) -> dict[str, Any]:
                 line=1,
             )
         raise TraceFormatError(f"trace format v{version} is not supported", path=path, line=1)
+    threshold = header.get("externalize")
+    if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1):
+        raise TraceFormatError(f"header has an invalid externalize threshold {threshold!r}", path=path, line=1)
     return header
 
 
@@ -335,6 +550,9 @@ def _read(path: str, *, lazy: bool) -> Trace:
 
 def _parse_lines(path: str, lines: Any, *, source: _LineSource | None) -> Trace:
     header: dict[str, Any] | None = None
+    store: _blobs.BlobStore | None = None
+    cache: dict[str, Any] = {}  # blob values shared across an eager load
+    names: dict[bytes, str] = {}
     events: list[Event] = []
     torn = False
     offset = 0
@@ -351,16 +569,22 @@ def _parse_lines(path: str, lines: Any, *, source: _LineSource | None) -> Trace:
             if not raw.strip():
                 continue
             header = _check_header(raw, path)
+            if header["version"] >= BLOBS_FORMAT_VERSION:
+                store = _blobs.BlobStore(_blobs.resolve_dir(path, header), trace_path=path)
+                if source is not None:
+                    source.blobs = store
             continue
         stripped = raw.rstrip(b"\r\n")
         if not stripped.strip():
             continue
         complete = raw.endswith(b"\n")
-        event: Event | None
+        event: Event | None = None
         try:
-            event = _lazy_event(stripped, source, start, lineno) if source is not None else None
+            if source is not None and complete:
+                # A final line without its newline may be a torn write: parse it whole.
+                event = _lazy_event(stripped, source, start, lineno, names)
             if event is None:
-                event = _eager_event(stripped)
+                event = _eager_event(stripped, store, cache)
         except (ValueError, KeyError, TypeError) as exc:
             error = TraceFormatError(f"corrupt event line ({exc})", path=path, line=lineno)
             if complete:
@@ -385,53 +609,91 @@ def _seq_key(event: Event) -> int:
     return event.seq
 
 
-def _eager_event(line: bytes) -> Event:
+def _eager_event(line: bytes, store: _blobs.BlobStore | None, cache: dict[str, Any]) -> Event:
     data = json.loads(line)
     if not isinstance(data, dict):
         raise ValueError("an event line must be a JSON object")
     for key in ("seq", "kind", "name"):
         if key not in data:
             raise KeyError(f"missing {key!r}")
+    if store is not None and _blobs.BLOB_MARKER in line:
+        data = _restore_fields(data, store, cache)
     return Event.from_dict(data)
 
 
-def _lazy_event(line: bytes, source: _LineSource, offset: int, lineno: int) -> Event | None:
+def _lazy_event(
+    line: bytes, source: _LineSource, offset: int, lineno: int, names: dict[bytes, str]
+) -> Event | None:
     match = _SKELETON.match(line)
     if match is None or not line.endswith(b"}"):
         return None  # not written by our writer's fast layout: parse it fully
     seq, kind, name, fp, ts, duration, ok, live = match.groups()
+    # Names repeat across a run: decode each once and share the string.
+    text = names.get(name)
+    if text is None:
+        text = names[name] = json.loads(name)
     event = Event.__new__(Event)
     event.seq = int(seq)
-    event.kind = kind.decode("ascii")
-    event.name = json.loads(name)
+    event.kind = _text_kind(kind)
+    event.name = text
     event.fingerprint = fp.decode("ascii")
     event.ts = float(ts)
     event.duration_ms = float(duration)
     event.ok = ok == b"true"
     event.live = live == b"true"
     event._body = None
+    event._head = None
     event._where = (source, offset, len(line), lineno)
+    event._keep = False
     return event
 
 
-class TraceWriter:
-    """Appends events to a trace file, one flushed line each (crash-safe)."""
+_KIND_TEXT = {kind.encode(): kind for kind in KINDS}
 
-    def __init__(self, path: PathLike, header: Mapping[str, Any]) -> None:
+
+def _text_kind(raw: bytes) -> str:
+    return _KIND_TEXT.get(raw) or raw.decode("ascii")
+
+
+class TraceWriter:
+    """Appends events to a trace file, one flushed line each (crash-safe).
+
+    With ``externalize`` (a byte threshold) the file is format v2 and payload leaves
+    of that size or more are written once to ``<path>.blobs/`` (before the line that
+    references them, so a crash never leaves a dangling reference).
+    """
+
+    def __init__(self, path: PathLike, header: Mapping[str, Any], *, externalize: int | None = None) -> None:
         self.path = os.fspath(path)
+        self.externalize = check_threshold(externalize)
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.blobs: _blobs.BlobStore | None = None
+        if self.externalize is not None:
+            self.blobs = _blobs.BlobStore(_blobs.blob_dir_for(self.path), trace_path=self.path)
+            self.blobs.ensure_dir()
+        #: The header as written (v2 and its blob folder when externalizing).
+        self.header = _header_for(header, self.path, self.externalize)
         self._lock = threading.Lock()
-        self._fh = open(self.path, "wb")  # noqa: SIM115 - lives as long as the session
-        self._fh.write(_dumps_line(header) + b"\n")
-        self._fh.flush()
+        # Unbuffered: every line goes to the OS in one write, which is the per-event
+        # flush crash safety needs, without copying it through a buffer first.
+        self._fh = open(self.path, "wb", buffering=0)  # noqa: SIM115 - lives as long as the session
+        self._write_all(_dumps_line(self.header) + b"\n")
 
     def write(self, event: Event) -> None:
-        line = event.to_line() + b"\n"
+        data = _event_fields(event.to_dict(), self.blobs, self.externalize)
+        line = _dumps_line(data) + b"\n"
         with self._lock:
             if self._fh.closed:
                 raise ValueError(f"trace writer for {self.path} is closed")
-            self._fh.write(line)
-            self._fh.flush()
+            self._write_all(line)
+
+    def _write_all(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = self._fh.write(view)
+            if written is None:  # pragma: no cover - only non-blocking files return None
+                continue
+            view = view[written:]
 
     @property
     def closed(self) -> bool:
