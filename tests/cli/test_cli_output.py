@@ -18,8 +18,10 @@ pty = pytest.importorskip("pty", reason="pseudo-terminals are POSIX-only")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def run_on_tty(script: Path, *args: object, env: dict[str, str], rows: int = 24, cols: int = 100) -> tuple[int, str]:
-    """Run the console script with stdin/stdout/stderr on a fresh pseudo-terminal."""
+def run_on_tty(
+    script: Path, *args: object, env: dict[str, str], rows: int = 24, cols: int = 100, typed: bytes = b""
+) -> tuple[int, str]:
+    """Run the console script with stdin/stdout/stderr on a fresh pseudo-terminal; ``typed`` is typed ahead."""
     import fcntl
     import struct
     import termios
@@ -30,6 +32,8 @@ def run_on_tty(script: Path, *args: object, env: dict[str, str], rows: int = 24,
     full_env.update({"TERM": "xterm", **env})
     proc = subprocess.Popen([str(script), *map(str, args)], stdin=slave, stdout=slave, stderr=slave, env=full_env)
     os.close(slave)
+    if typed:
+        os.write(master, typed)
     chunks: list[bytes] = []
     try:
         while True:
@@ -148,3 +152,14 @@ def test_odd_header_meta_is_shown_not_fatal(run_cli, trip: Path, tmp_path: Path)
     result = run_cli("show", odd)
     assert result.returncode == 0, result.stderr
     assert "meta: [1,2]" in result.stdout
+
+
+def test_a_terminal_curses_cannot_drive_falls_back_to_the_stepper(rewind_script: Path, trip: Path) -> None:
+    env = {"TERM": "no-such-terminal-xyz"}
+    status, out = run_on_tty(rewind_script, "show", trip, "-i", env=env, typed=b"n\nq\n")
+    assert status == 0, out
+    assert "using the line stepper" in out
+    assert "── step 1 ── llm 'chat'" in out
+    status, out = run_on_tty(rewind_script, "show", trip, "--tui", env=env)
+    assert status == 2, out
+    assert "rewind: error: the terminal cannot run the full-screen browser" in out and "--no-tui" in out
