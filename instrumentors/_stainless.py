@@ -63,14 +63,17 @@ class SDKKit:
         self.raw_header: str = _optional(f"{package}._constants", "RAW_RESPONSE_HEADER") or "X-Stainless-Raw-Response"
         sentinels = [_optional(f"{package}._types", name) for name in ("NotGiven", "Omit")]
         self.sentinels: tuple[type, ...] = tuple(s for s in sentinels if isinstance(s, type))
+        self._streams = tuple(c for c in (self.stream, self.async_stream) if c is not None)
+        self._wrappers = tuple(
+            c for c in (self.legacy_response, self.api_response, self.async_api_response) if c is not None
+        )
 
     # -- what a live call returned ---------------------------------------------------
     def is_stream(self, obj: Any) -> bool:
-        return isinstance(obj, tuple(c for c in (self.stream, self.async_stream) if c is not None))
+        return isinstance(obj, self._streams)
 
     def is_http_wrapper(self, obj: Any) -> bool:
-        classes = tuple(c for c in (self.legacy_response, self.api_response, self.async_api_response) if c is not None)
-        return isinstance(obj, classes)
+        return isinstance(obj, self._wrappers)
 
     def raw_mode(self, kwargs: Mapping[str, Any]) -> str | None:
         """``"true"`` for ``with_raw_response``, ``"stream"`` for ``with_streaming_response``."""

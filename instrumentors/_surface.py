@@ -67,6 +67,7 @@ import importlib
 import json
 import threading
 import warnings
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -179,7 +180,7 @@ class Provider:
         attrs: dict[str, Any] = {"gen_ai.operation.name": surface.operation, "gen_ai.provider.name": self.name}
         if isinstance(model, str):
             attrs["gen_ai.request.model"] = model
-        attrs.update(server_attributes(instance))
+        attrs.update(server_attributes(instance))  # a copy: the cached dict stays untouched
         attrs.update(self.request_attributes(surface, request))
         return (f"{surface.operation} {model}" if isinstance(model, str) else surface.operation), attrs
 
@@ -266,19 +267,32 @@ def schema_of(cls: type) -> Any:
     return {"type": f"{cls.__module__}.{cls.__qualname__}"}
 
 
+_SERVERS: weakref.WeakKeyDictionary[Any, tuple[Any, dict[str, Any]]] = weakref.WeakKeyDictionary()
+
+
 def server_attributes(instance: Any) -> dict[str, Any]:
-    """``server.address`` / ``server.port`` from the client's ``base_url``."""
+    """``server.address`` / ``server.port`` from the client's ``base_url`` (cached per client)."""
     client = getattr(instance, "_client", None)
     url = getattr(client, "base_url", None)
+    try:
+        cached = _SERVERS.get(client)
+    except TypeError:  # not weak-referenceable
+        cached = None
+    if cached is not None and cached[0] is url:
+        return cached[1]
+    attrs: dict[str, Any] = {}
     host = getattr(url, "host", None)
-    if not host:
-        return {}
-    attrs: dict[str, Any] = {"server.address": host}
-    port = getattr(url, "port", None)
-    if port is None:
-        port = {"https": 443, "http": 80}.get(str(getattr(url, "scheme", "")))
-    if isinstance(port, int):
-        attrs["server.port"] = port
+    if host:
+        attrs["server.address"] = host
+        port = getattr(url, "port", None)
+        if port is None:
+            port = {"https": 443, "http": 80}.get(str(getattr(url, "scheme", "")))
+        if isinstance(port, int):
+            attrs["server.port"] = port
+    try:
+        _SERVERS[client] = (url, attrs)
+    except TypeError:
+        pass
     return attrs
 
 
