@@ -35,7 +35,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from ._channel import PARCELS, Parcel
 from .canonical import fingerprint, to_jsonable
-from .errors import DivergenceError
+from .errors import DivergenceError, TraceFormatError
 from .replayed_error import decode_error, encode_error
 from .telemetry import STARTING, TRACERS, usage_attributes
 from .trace import Event
@@ -151,6 +151,11 @@ class Call:
         # A lazily loaded event re-reads its line on every access; this call's copy
         # reads it once, however often the hooks and the caller look at it.
         self.served = self.served.hydrated()
+        try:
+            self.served.get("response")  # read it now: a damaged trace or blob fails with the span ended
+        except TraceFormatError as error:
+            self._end_with_error(error)
+            raise
         self.session.delivered(self.served)
         return self.served
 

@@ -79,6 +79,17 @@ class _LineSource:
             os.lseek(self._fd, offset, os.SEEK_SET)
             return os.read(self._fd, length)
 
+    def line_number(self, offset: int) -> int:
+        """The 1-based line that starts at ``offset``."""
+        count, position = 1, 0
+        while position < offset:
+            chunk = self.read(position, min(1 << 20, offset - position))
+            if not chunk:
+                break
+            count += chunk.count(b"\n")
+            position += len(chunk)
+        return count
+
     def close(self) -> None:
         self._finalizer()
 
@@ -103,7 +114,9 @@ class Event:
         "live",
         "_body",
         "_head",
-        "_where",
+        "_source",
+        "_offset",
+        "_length",
         "_keep",
     )
 
@@ -136,7 +149,11 @@ class Event:
         body["request"] = request
         self._body: dict[str, Any] | None = body
         self._head: dict[str, Any] | None = None
-        self._where: tuple[_LineSource, int, int, int] | None = None
+        # Where a lazily loaded body lives (the source is None for bodies in memory).
+        # Plain slots rather than a tuple: a skeleton is what Trace.open keeps per step.
+        self._source: _LineSource | None = None
+        self._offset = 0
+        self._length = 0
         self._keep = True
 
     # -- body ---------------------------------------------------------------
@@ -145,8 +162,8 @@ class Event:
         """Everything but the skeleton: request, response or error, and extras."""
         if self._body is not None:
             return self._body
-        assert self._where is not None
-        body = _read_body(self._where)
+        assert self._source is not None
+        body = _read_body(self._source, self._offset, self._length)
         if self._keep:
             if self._head is not None:
                 body.update(self._head)  # keep handing out the objects already handed out
@@ -160,8 +177,8 @@ class Event:
             return self._body
         if self._head is not None:
             return self._head
-        assert self._where is not None
-        head = _read_head(self._where)
+        assert self._source is not None
+        head = _read_head(self._source, self._offset, self._length)
         if self._keep:
             self._head = head
         return head
@@ -189,21 +206,21 @@ class Event:
         if self._body is None:
             self._keep = True
             self._body = self.body
-            self._where = None
+            self._source = None
         return self
 
     def hydrated(self) -> Event:
         """This event for one consumer: a lazily loaded event is copied, and the copy
         keeps whatever it reads, so a served step parses its line once. Events already
         in memory are returned as they are."""
-        if self._where is None:
+        if self._source is None:
             return self
         clone = Event.__new__(Event)
         clone.seq, clone.kind, clone.name, clone.fingerprint = self.seq, self.kind, self.name, self.fingerprint
         clone.ts, clone.duration_ms, clone.ok, clone.live = self.ts, self.duration_ms, self.ok, self.live
         clone._body = None
         clone._head = None
-        clone._where = self._where
+        clone._source, clone._offset, clone._length = self._source, self._offset, self._length
         clone._keep = True
         return clone
 
@@ -276,15 +293,14 @@ class _Incomplete(Exception):
     """The prefix read so far ends before the part of the body we need."""
 
 
-def _read_body(where: tuple[_LineSource, int, int, int]) -> dict[str, Any]:
-    source, offset, length, lineno = where
+def _read_body(source: _LineSource, offset: int, length: int) -> dict[str, Any]:
     raw = source.read(offset, length)
     try:
         parsed = json.loads(raw)
         if not isinstance(parsed, dict):
             raise ValueError("an event line must be a JSON object")
     except ValueError as exc:
-        raise TraceFormatError(f"corrupt event line ({exc})", path=source.path, line=lineno) from None
+        raise _corrupt(source, offset, exc) from None
     for key in _SKELETON_KEYS:
         parsed.pop(key, None)
     if source.blobs is not None and _blobs.BLOB_MARKER in raw:
@@ -292,8 +308,7 @@ def _read_body(where: tuple[_LineSource, int, int, int]) -> dict[str, Any]:
     return parsed
 
 
-def _read_head(where: tuple[_LineSource, int, int, int]) -> dict[str, Any]:
-    source, offset, length, lineno = where
+def _read_head(source: _LineSource, offset: int, length: int) -> dict[str, Any]:
     size = min(length, _HEAD_PREFIX)
     raw = source.read(offset, size)
     try:
@@ -303,10 +318,16 @@ def _read_head(where: tuple[_LineSource, int, int, int]) -> dict[str, Any]:
             raw = source.read(offset, length)
             head = _parse_head(raw, complete=True)
     except (ValueError, _Incomplete) as exc:
-        raise TraceFormatError(f"corrupt event line ({exc})", path=source.path, line=lineno) from None
+        raise _corrupt(source, offset, exc) from None
     if source.blobs is not None and _blobs.BLOB_MARKER in raw:
         head = _restore_fields(head, source.blobs, None)
     return head
+
+
+def _corrupt(source: _LineSource, offset: int, exc: Exception) -> TraceFormatError:
+    # Line numbers are not kept per skeleton (they cost memory on every step); on the
+    # error path, count them.
+    return TraceFormatError(f"corrupt event line ({exc})", path=source.path, line=source.line_number(offset))
 
 
 def _parse_head(raw: bytes, *, complete: bool) -> dict[str, Any]:
@@ -474,14 +495,13 @@ class Trace:
     def dump(self, path: PathLike, *, externalize: int | None = None) -> None:
         """Write this trace to ``path`` (gzip-compressed when it ends in ``.gz``).
 
-        ``externalize`` (a byte threshold) writes a v2 trace whose big payload leaves
-        go to ``<path>.blobs/``; by default a trace read from a v2 file keeps its
-        threshold, and any other trace is written inline (v1).
+        Payloads are written inline (format v1), whatever file the trace came from;
+        ``externalize`` (a byte threshold) writes v2 instead, with every payload leaf
+        of that size or more stored once under ``<path>.blobs/``. To archive a trace
+        file as it is, blobs and all, use ``rewind.archive.compact``.
         """
         target = os.fspath(path)
         threshold = check_threshold(externalize)
-        if threshold is None and self.version >= BLOBS_FORMAT_VERSION:
-            threshold = check_threshold(self.header.get("externalize"))
         Path(target).parent.mkdir(parents=True, exist_ok=True)
         store = _blobs.BlobStore(_blobs.blob_dir_for(target), trace_path=target) if threshold else None
         if store is not None:
@@ -582,7 +602,7 @@ def _parse_lines(path: str, lines: Any, *, source: _LineSource | None) -> Trace:
         try:
             if source is not None and complete:
                 # A final line without its newline may be a torn write: parse it whole.
-                event = _lazy_event(stripped, source, start, lineno, names)
+                event = _lazy_event(stripped, source, start, names)
             if event is None:
                 event = _eager_event(stripped, store, cache)
         except (ValueError, KeyError, TypeError) as exc:
@@ -622,7 +642,7 @@ def _eager_event(line: bytes, store: _blobs.BlobStore | None, cache: dict[str, A
 
 
 def _lazy_event(
-    line: bytes, source: _LineSource, offset: int, lineno: int, names: dict[bytes, str]
+    line: bytes, source: _LineSource, offset: int, names: dict[bytes, str]
 ) -> Event | None:
     match = _SKELETON.match(line)
     if match is None or not line.endswith(b"}"):
@@ -643,7 +663,9 @@ def _lazy_event(
     event.live = live == b"true"
     event._body = None
     event._head = None
-    event._where = (source, offset, len(line), lineno)
+    event._source = source
+    event._offset = offset
+    event._length = len(line)
     event._keep = False
     return event
 
