@@ -22,7 +22,7 @@ from _anthropic_support import (
     needs_sdk_spans,
     patched_anthropic_fixture,  # noqa: F401 - registers the ``patched_anthropic`` fixture
 )
-from rewind.instrumentors.anthropic import usage_attributes
+from rewind.instrumentors.anthropic import SDK_SPANS_ENV, AnthropicInstrumentor, usage_attributes
 
 import rewind
 from rewind.stub_server import StubServer
@@ -91,27 +91,6 @@ with rewind.replay(os.path.join(directory, "a.rewind")):
     agent(client)
 report["replayed"] = spans()
 print(json.dumps(report))
-"""
-)
-
-KEEP = (
-    SETUP
-    + r"""
-def run(name):
-    with StubServer() as server:
-        client = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="sk-ant-x", max_retries=0)
-        with rewind.record(os.path.join(directory, name)):
-            client.messages.create(model="claude-stub", max_tokens=50, messages=ASK)
-        return {"spans": spans(), "traceparents": traceparents(server, 0)}
-
-instrumentor = AnthropicInstrumentor()
-instrumentor.instrument(sdk_spans=True)
-reports = [run("keyword.rewind")]
-instrumentor.uninstrument()
-os.environ["REWIND_ANTHROPIC_SDK_SPANS"] = "1"  # for opentelemetry-instrument, which passes no keywords
-instrumentor.instrument()
-reports.append(run("env.rewind"))
-print(json.dumps(reports))
 """
 )
 
@@ -195,13 +174,60 @@ def test_rewind_span_stands_in_for_the_sdk_call_span(default_run: tuple[dict[str
 
 
 @needs_sdk_spans
-def test_sdk_spans_can_be_kept_as_children(tmp_path: Path) -> None:
-    for name, report in zip(("keyword.rewind", "env.rewind"), _report(KEEP, tmp_path)):
-        by_name = {s["name"]: s for s in report["spans"]}
-        ours, theirs = by_name["chat claude-stub"], by_name["anthropic.messages.create"]
-        assert theirs["parent"] == ours["span_id"] and theirs["trace_id"] == ours["trace_id"]
-        assert [_ids(tp) for tp in report["traceparents"]] == [(theirs["trace_id"], theirs["span_id"])]
-        assert [e.name for e in events(tmp_path / name)] == ["anthropic.messages.create"]
+@pytest.mark.parametrize("how", ["keyword", "environment"])
+def test_sdk_spans_can_be_kept_as_children(
+    stub: StubServer, trace_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    memory, client = _client_with_own_provider(stub)
+    instrumentor = AnthropicInstrumentor()
+    if how == "keyword":
+        instrumentor.instrument(sdk_spans=True)
+    else:
+        monkeypatch.setenv(SDK_SPANS_ENV, "1")  # what opentelemetry-instrument users set
+        instrumentor.instrument()
+    try:
+        with rewind.record(trace_path):
+            client.messages.create(model=MODEL, max_tokens=16, messages=ask("kept"))
+    finally:
+        instrumentor.uninstrument()
+        client.close()
+    (theirs,) = memory.get_finished_spans()
+    assert theirs.name == "anthropic.messages.create" and theirs.parent is not None  # nested in rewind's span
+    assert theirs.parent.trace_id == theirs.context.trace_id
+    traceparent = stub.requests[-1].headers["traceparent"]
+    assert _ids(traceparent) == (format(theirs.context.trace_id, "032x"), format(theirs.context.span_id, "016x"))
+    assert [e.name for e in events(trace_path)] == ["anthropic.messages.create"]
+
+
+@needs_sdk_spans
+def test_sdk_span_is_handed_to_rewind_on_a_per_client_provider_too(
+    patched_anthropic: None, stub: StubServer, trace_path: Path
+) -> None:
+    memory, client = _client_with_own_provider(stub)
+    with client:
+        client.messages.create(model=MODEL, max_tokens=16, messages=ask("outside"))
+        assert [s.name for s in memory.get_finished_spans()] == ["anthropic.messages.create"]
+        memory.clear()
+        with rewind.record(trace_path):
+            client.messages.create(model=MODEL, max_tokens=16, messages=ask("inside"))
+    assert memory.get_finished_spans() == ()
+    assert "traceparent" in stub.requests[-1].headers  # rewind's span context, propagated
+
+
+def _client_with_own_provider(stub: StubServer) -> tuple[Any, Any]:
+    """A client whose SDK spans go to its own provider (the SDK's per-client option)."""
+    import anthropic
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    client = anthropic.Anthropic(
+        base_url=stub.anthropic_base_url, api_key="x", max_retries=0, open_telemetry={"tracer_provider": provider}
+    )
+    return memory, client
 
 
 def test_identity_is_stable_across_runs_without_any_otel_setup(claude, stub: StubServer, tmp_path: Path) -> None:
