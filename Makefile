@@ -3,9 +3,10 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
+EMBED  := $(VENV)/.embeddings
 
-.PHONY: install demo test lint bench clean
+.PHONY: install embeddings demo test lint bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,10 +17,17 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
+# The embeddings extra for semantic fuzzy matching. torch's CPU build goes in first so
+# pip never resolves a CUDA build. Best effort: without it the embedding tests skip.
+$(EMBED): $(STAMP)
+	-$(PY) -m pip install --quiet torch==2.13.0 && $(PY) -m pip install --quiet -e '.[embeddings]' && touch $@
+
+embeddings: $(EMBED)
+
 demo: $(STAMP)
 	$(PY) examples/time_travel_demo.py
 
-test: $(STAMP)
+test: $(STAMP) $(EMBED)
 	$(PY) -m ruff check .
 	$(PY) -m pytest -n 2 -q
 
