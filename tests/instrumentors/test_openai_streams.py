@@ -218,3 +218,17 @@ def test_with_streaming_response_iter_lines_records_and_replays(client, stub, tr
     ) as response:
         chunks = list(response.parse())
     assert _texts(chunks)[1] == "Echo:"
+
+
+async def test_async_with_raw_response_stream_parse(aclient, stub: StubServer, trace_path: Path) -> None:
+    """LangChain's async streaming path: the raw wrapper's sync parse() hands out an AsyncStream."""
+    async with rewind.record(trace_path):
+        raw = await aclient.chat.completions.with_raw_response.create(model=MODEL, messages=ask("lc"), stream=True)
+        live = [chunk async for chunk in raw.parse()]
+    stub.stop()
+    async with rewind.replay(trace_path):
+        raw = await aclient.chat.completions.with_raw_response.create(model=MODEL, messages=ask("lc"), stream=True)
+        stream = raw.parse()
+        assert isinstance(stream, openai.AsyncStream)
+        replayed = [chunk async for chunk in stream]
+    assert replayed == live
