@@ -4,11 +4,15 @@
     REWIND_REPLAY=run.rewind REWIND_MATCH=parallel opentelemetry-instrument python agent.py
 
 ``start_from_environment`` opens a process-wide session in the main thread's context
-(asyncio tasks inherit it) and closes it at interpreter exit. It is called from the
-``opentelemetry_post_instrument`` hook (so ``opentelemetry-instrument`` needs nothing
-else), from every rewind instrumentor's ``_instrument`` (older OpenTelemetry releases
-lack that hook), and from the ``rewind record``/``rewind replay`` CLI's child bootstrap.
-Calling it again is harmless.
+(asyncio tasks inherit it) and closes it at interpreter exit. ``opentelemetry-instrument``
+calls it through the ``opentelemetry_post_instrument`` entry point (``post_instrument``),
+after its own configuration and every instrumentor ran; the ``rewind record``/``rewind
+replay`` CLI's child bootstrap calls it through ``autostart``. Calling it again is
+harmless.
+
+The first process that opens the session claims it: the session variables are removed
+from its environment, so Python subprocesses it starts run unrecorded instead of writing
+a second session over the same file.
 
 Variables:
 
@@ -16,24 +20,31 @@ Variables:
 |---|---|
 | ``REWIND_RECORD`` | record to this path |
 | ``REWIND_REPLAY`` | replay this path offline |
+| ``REWIND_MATCH`` | replay/fork match strategy (``strict``, ``ordered``, ``fuzzy``, ``parallel``) |
+| ``REWIND_REQUIRE_FULL_CONSUMPTION`` | ``1``: leftover recorded events fail the replay |
+| ``REWIND_BREAK_AT`` | replay: pause in the debugger when this step is served |
 | ``REWIND_FORK_AT`` | with ``REWIND_REPLAY``: fork at this step instead of replaying |
 | ``REWIND_SAVE_AS`` | with ``REWIND_FORK_AT``: write the forked run here |
-| ``REWIND_MATCH`` | replay/fork match strategy (``strict``, ``ordered``, ``fuzzy``, ``parallel``) |
-| ``REWIND_REQUIRE_FULL_CONSUMPTION`` | ``1``: leftover recorded events fail the run |
-| ``REWIND_META`` | JSON object stored in a recording's header |
+| ``REWIND_META`` | record: JSON object stored in the trace header |
+| ``REWIND_EXTERNALIZE`` | record: byte threshold for content-addressed blobs |
+| ``REWIND_REDACT`` | ``module:function`` scrubbing stored payloads |
+| ``REWIND_NORMALIZE`` | ``module:function`` dropping volatile fields from call identity |
 | ``REWIND_STATUS_FILE`` | where to write a JSON summary at exit (used by the CLI) |
 """
 
 from __future__ import annotations
 
 import atexit
+import importlib
 import json
 import os
 import sys
 import threading
+import warnings
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from .errors import DivergenceError, RewindError
+from .errors import DivergenceError, RewindError, UnconsumedEventsWarning
 from .session import Session, fork, record, replay
 
 _lock = threading.Lock()
@@ -41,35 +52,80 @@ _session: Session | None = None
 _started = False
 
 TRUTHY = {"1", "true", "yes", "on"}
+FALSY = {"", "0", "false", "no", "off"}
+
+#: Variables describing the session; the process that opens it removes them from its environment.
+SESSION_VARIABLES = (
+    "REWIND_RECORD",
+    "REWIND_REPLAY",
+    "REWIND_MATCH",
+    "REWIND_REQUIRE_FULL_CONSUMPTION",
+    "REWIND_BREAK_AT",
+    "REWIND_FORK_AT",
+    "REWIND_SAVE_AS",
+    "REWIND_META",
+    "REWIND_EXTERNALIZE",
+    "REWIND_REDACT",
+    "REWIND_NORMALIZE",
+    "REWIND_STATUS_FILE",
+)
 
 
 class EnvironmentConfigError(RewindError):
     """A ``REWIND_*`` variable has a value rewind cannot use."""
 
 
-def session_from_environment(environ: dict[str, str] | None = None) -> Session | None:
+def session_from_environment(environ: Mapping[str, str] | None = None) -> Session | None:
     """The session the ``REWIND_*`` variables describe, not yet entered (or ``None``)."""
     env = os.environ if environ is None else environ
     record_path, replay_path = env.get("REWIND_RECORD"), env.get("REWIND_REPLAY")
     if record_path and replay_path:
         raise EnvironmentConfigError("set REWIND_RECORD or REWIND_REPLAY, not both")
-    if record_path:
-        return record(record_path, meta=_meta(env))
-    if not replay_path:
+    if not record_path and not replay_path:
+        for name in ("REWIND_FORK_AT", "REWIND_SAVE_AS", "REWIND_BREAK_AT"):
+            if env.get(name):
+                raise EnvironmentConfigError(f"{name} needs REWIND_REPLAY (the trace to start from)")
         return None
+    redact = _callable(env, "REWIND_REDACT")
+    normalize = _callable(env, "REWIND_NORMALIZE")
+    if record_path:
+        for name in ("REWIND_FORK_AT", "REWIND_SAVE_AS", "REWIND_BREAK_AT"):
+            if env.get(name):
+                raise EnvironmentConfigError(f"{name} applies to REWIND_REPLAY, not REWIND_RECORD")
+        return record(
+            record_path,
+            meta=_meta(env),
+            redact=redact,
+            normalize=normalize,
+            externalize=_step(env, "REWIND_EXTERNALIZE", minimum=1),
+        )
+    assert replay_path
     match = env.get("REWIND_MATCH") or "strict"
-    fork_at = env.get("REWIND_FORK_AT")
-    if fork_at:
-        try:
-            at = int(fork_at)
-        except ValueError:
-            raise EnvironmentConfigError(f"REWIND_FORK_AT must be a step number, not {fork_at!r}") from None
-        return fork(replay_path, at=at, match=match, save_as=env.get("REWIND_SAVE_AS") or None)
-    full = (env.get("REWIND_REQUIRE_FULL_CONSUMPTION") or "").lower() in TRUTHY
-    return replay(replay_path, match=match, require_full_consumption=full)
+    full = _flag(env, "REWIND_REQUIRE_FULL_CONSUMPTION")
+    break_at = _step(env, "REWIND_BREAK_AT")
+    fork_at = _step(env, "REWIND_FORK_AT")
+    save_as = env.get("REWIND_SAVE_AS") or None
+    try:
+        if fork_at is None:
+            if save_as is not None:
+                raise EnvironmentConfigError("REWIND_SAVE_AS needs REWIND_FORK_AT (the step where the run goes live)")
+            return replay(
+                replay_path,
+                match=match,
+                require_full_consumption=full,
+                break_at=break_at,
+                redact=redact,
+                normalize=normalize,
+            )
+        for name, value in (("REWIND_REQUIRE_FULL_CONSUMPTION", full), ("REWIND_BREAK_AT", break_at)):
+            if value:
+                raise EnvironmentConfigError(f"{name} applies to a plain replay, not to REWIND_FORK_AT")
+        return fork(replay_path, at=fork_at, match=match, save_as=save_as, redact=redact, normalize=normalize)
+    except ValueError as exc:  # an unknown REWIND_MATCH strategy
+        raise EnvironmentConfigError(f"REWIND_MATCH: {exc}") from None
 
 
-def _meta(env: Any) -> dict[str, Any] | None:
+def _meta(env: Mapping[str, str]) -> dict[str, Any] | None:
     raw = env.get("REWIND_META")
     if not raw:
         return None
@@ -82,19 +138,71 @@ def _meta(env: Any) -> dict[str, Any] | None:
     return meta
 
 
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    value = (env.get(name) or "").strip().lower()
+    if value in TRUTHY:
+        return True
+    if value in FALSY:
+        return False
+    raise EnvironmentConfigError(f"{name} must be 1 or 0, not {env.get(name)!r}")
+
+
+def _step(env: Mapping[str, str], name: str, *, minimum: int = 0) -> int | None:
+    raw = env.get(name)
+    if not raw:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        raise EnvironmentConfigError(f"{name} must be a whole number >= {minimum}, not {raw!r}")
+    return value
+
+
+def _callable(env: Mapping[str, str], name: str) -> Callable[[Any], Any] | None:
+    """Import ``module:attribute`` named by ``name`` (the working directory is searched too)."""
+    spec = env.get(name)
+    if not spec:
+        return None
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise EnvironmentConfigError(f"{name} must be module:function, not {spec!r}")
+    # At interpreter start-up the script's folder is not on sys.path yet.
+    cwd = os.getcwd()
+    added = cwd not in sys.path
+    if added:
+        sys.path.append(cwd)
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as exc:
+        raise EnvironmentConfigError(f"{name}={spec}: cannot import it ({exc})") from None
+    finally:
+        if added:
+            sys.path.remove(cwd)
+    if not callable(target):
+        raise EnvironmentConfigError(f"{name}={spec} is a {type(target).__name__}, not a function")
+    return target  # type: ignore[no-any-return]
+
+
 def start_from_environment() -> Session | None:
-    """Open the session the environment asks for, once per process."""
+    """Open the session the environment asks for, once per process; closed at exit."""
     global _session, _started
     with _lock:
         if _started:
             return _session
-        _started = True
         session = session_from_environment()
+        _started = True
         if session is None:
             return None
+        status_file = os.environ.get("REWIND_STATUS_FILE") or None
         session.__enter__()
         _session = session
-    atexit.register(_finish, session)
+        for name in SESSION_VARIABLES:
+            os.environ.pop(name, None)
+    atexit.register(_finish, session, status_file)
     return session
 
 
@@ -103,25 +211,53 @@ def environment_session() -> Session | None:
     return _session
 
 
-def _finish(session: Session) -> None:
-    status: dict[str, Any] = {"mode": session.mode, "path": session.path, "cursor": session.cursor}
-    failure: str | None = None
+def post_instrument() -> None:
+    """The ``opentelemetry_post_instrument`` hook: open the session, or stop the program.
+
+    ``opentelemetry-instrument`` logs and swallows a failing hook, which would let a
+    run that asked for a replay go live: a session that cannot start ends the process
+    with a one-line error (status 2) instead.
+    """
     try:
-        session.__exit__(None, None, None)
-    except RewindError as exc:
-        failure = str(exc)
+        start_from_environment()
+    except Exception as exc:
+        fail_start(exc)
+
+
+def fail_start(exc: BaseException) -> None:
+    """Report a session that could not start, in one line, and end the process (status 2)."""
+    sys.stderr.write(f"rewind: cannot start the session: {exc}\n")
+    sys.stderr.flush()
+    os._exit(2)  # still inside interpreter start-up: nothing to clean up yet
+
+
+def _finish(session: Session, status_file: str | None = None) -> None:
+    status: dict[str, Any] = {"mode": session.mode, "path": session.path}
+    failure: str | None = None
+    # At exit a warning's source line (this function) tells the user nothing: say it plainly.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UnconsumedEventsWarning)
+        try:
+            session.__exit__(None, None, None)
+        except RewindError as exc:
+            failure = str(exc)
     divergences: list[DivergenceError] = list(getattr(session, "divergences", []))
     if divergences:
-        failure = failure or str(divergences[0])
+        # The first divergence is the cause; leftover events follow from it.
+        failure = str(divergences[0])
         status["divergence"] = {"step": divergences[0].step, "reason": divergences[0].reason}
-    status["events"] = len(session.new_events) if session.mode == "record" else session.cursor
+    else:
+        for warning in caught:
+            sys.stderr.write(f"{warning.message}\n")
+    status["served"] = session.cursor
+    status["recorded"] = len(session.new_events)
     status["error"] = failure
-    status_file = os.environ.get("REWIND_STATUS_FILE")
     if status_file:
         with open(status_file, "w", encoding="utf-8") as fh:
             json.dump(status, fh)
     elif failure:
-        sys.stderr.write(f"{failure}\n")
+        sys.stderr.write(failure if failure.startswith("rewind:") else f"rewind: {failure}")
+        sys.stderr.write("\n")
 
 
 def autostart() -> Session | None:

@@ -1,9 +1,11 @@
 """Runs at the start of a child of ``rewind record|replay -- CMD``.
 
-The CLI puts this folder first on ``PYTHONPATH``. We instrument the installed provider
-SDKs, open the session described by the ``REWIND_*`` variables, then hand over to any
-other ``sitecustomize`` further down the path (``opentelemetry-instrument`` uses one), so
-wrapping an already-instrumented command keeps working.
+The CLI puts this folder first on ``PYTHONPATH``. We first hand over to any other
+``sitecustomize`` further down the path (``opentelemetry-instrument`` uses one, and
+configures the application's tracer provider there, which rewind's spans should reach),
+then instrument the installed provider SDKs and open the session described by the
+``REWIND_*`` variables. A session that cannot start ends the process with status 2:
+site.py would swallow the error and the run would go live.
 """
 
 from __future__ import annotations
@@ -14,17 +16,6 @@ import os
 import sys
 
 
-def _start() -> None:
-    try:
-        from rewind.bootstrap import autostart
-
-        autostart()
-    except Exception as exc:  # site.py would swallow it and the run would go live
-        sys.stderr.write(f"rewind: could not start the session: {exc}\n")
-        sys.stderr.flush()
-        os._exit(2)
-
-
 def _chain() -> None:
     here = os.path.dirname(os.path.abspath(__file__))
     rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
@@ -33,8 +24,29 @@ def _chain() -> None:
         return
     module = importlib.util.module_from_spec(spec)
     sys.modules["sitecustomize"] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # as site.py reports it; our session must still start
+        sys.stderr.write(f"Error in sitecustomize ({spec.origin}); set PYTHONVERBOSE for traceback:\n")
+        sys.stderr.write(f"{type(exc).__name__}: {exc}\n")
 
 
-_start()
+def _start() -> None:
+    if not (os.environ.get("REWIND_RECORD") or os.environ.get("REWIND_REPLAY")):
+        return  # a subprocess of the program that claimed the session: leave it be
+    try:
+        from rewind.bootstrap import autostart
+    except Exception as exc:  # rewind is not importable by this interpreter
+        sys.stderr.write(f"rewind: cannot start the session: {exc} (is agent-rewind installed for {sys.executable}?)\n")
+        sys.stderr.flush()
+        os._exit(2)
+    try:
+        autostart()
+    except Exception as exc:
+        from rewind.bootstrap import fail_start
+
+        fail_start(exc)
+
+
 _chain()
+_start()

@@ -25,6 +25,8 @@ COMMANDS: dict[str, str] = {
     "stats": ".stats",
     "diff": ".diff",
     "compact": ".compact",
+    "record": ".record",
+    "replay": ".replay",
 }
 
 

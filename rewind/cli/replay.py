@@ -1,0 +1,116 @@
+"""``rewind replay TRACE -- CMD``: replay a recorded run offline, or fork it, no code changes."""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from ._common import CliError, open_trace
+from ._run import CHILD_CONTEXT, check_callable_spec, check_command, finish, run_child
+
+STRATEGIES = ("strict", "ordered", "fuzzy", "parallel")
+
+
+def _same_path(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+@click.command("replay", context_settings=CHILD_CONTEXT)
+@click.argument("trace_path", metavar="TRACE")
+@click.option(
+    "-m",
+    "--match",
+    type=click.Choice(STRATEGIES),
+    default="strict",
+    show_default=True,
+    help="How incoming calls are matched to recorded steps (parallel: concurrent agents).",
+)
+@click.option(
+    "--require-full-consumption",
+    is_flag=True,
+    help="Fail when the run ends with recorded steps never served.",
+)
+@click.option(
+    "--break-at",
+    type=click.IntRange(min=0),
+    metavar="STEP",
+    help="Pause in the debugger (breakpoint()) when STEP is served.",
+)
+@click.option(
+    "--fork-at",
+    type=click.IntRange(min=0),
+    metavar="STEP",
+    help="Serve steps before STEP from TRACE, then let the program run live.",
+)
+@click.option("--save-as", metavar="PATH", help="With --fork-at: write the forked run (prefix + live steps) here.")
+@click.option("--redact", metavar="MODULE:FUNCTION", help="Scrub the payloads of live steps with this function.")
+@click.option("--normalize", metavar="MODULE:FUNCTION", help="The identity normalizer the run was recorded with.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing of ours when the run succeeds.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
+@click.pass_context
+def command(
+    ctx: click.Context,
+    trace_path: str,
+    match: str,
+    require_full_consumption: bool,
+    break_at: int | None,
+    fork_at: int | None,
+    save_as: str | None,
+    redact: str | None,
+    normalize: str | None,
+    quiet: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Run CMD offline, every recorded call answered from TRACE.
+
+    CMD is the program that was recorded (`rewind record TRACE -- CMD`), unmodified.
+    A call that does not match the recording raises DivergenceError in CMD; even
+    if CMD catches it, this command prints the divergence and fails. With
+    --fork-at STEP, steps before STEP are replayed and the rest runs live.
+
+    \b
+    Exit status: CMD's own; 1 when CMD succeeded but the replay diverged (or
+    left steps unserved with --require-full-consumption); 2 bad usage or input.
+    """
+    argv = check_command(command)
+    if save_as is not None and fork_at is None:
+        raise CliError("--save-as needs --fork-at STEP (the step where the run goes live)")
+    if fork_at is not None and require_full_consumption:
+        raise CliError("--require-full-consumption applies to a plain replay, not to --fork-at")
+    if fork_at is not None and break_at is not None:
+        raise CliError("--break-at applies to a plain replay, not to --fork-at")
+    check_callable_spec("--redact", redact)
+    check_callable_spec("--normalize", normalize)
+    trace = open_trace(trace_path)
+    steps = len(trace.events)
+    if fork_at is not None and fork_at > steps:
+        raise CliError(f"--fork-at {fork_at} is past the end of {trace_path}, which has {steps} steps")
+    if break_at is not None and not any(event.seq == break_at for event in trace.events):
+        raise CliError(f"--break-at {break_at}: {trace_path} has no step {break_at} (steps 0-{steps - 1})")
+    if save_as is not None and os.path.exists(save_as) and _same_path(save_as, trace_path):
+        raise CliError(f"--save-as {save_as} is the trace being replayed; pass a different PATH")
+
+    session = {"REWIND_REPLAY": os.path.abspath(trace_path), "REWIND_MATCH": match}
+    if require_full_consumption:
+        session["REWIND_REQUIRE_FULL_CONSUMPTION"] = "1"
+    if break_at is not None:
+        session["REWIND_BREAK_AT"] = str(break_at)
+    if fork_at is not None:
+        session["REWIND_FORK_AT"] = str(fork_at)
+    if save_as is not None:
+        session["REWIND_SAVE_AS"] = os.path.abspath(save_as)
+    if redact:
+        session["REWIND_REDACT"] = redact
+    if normalize:
+        session["REWIND_NORMALIZE"] = normalize
+    if fork_at is None:
+        summary = f"rewind: replayed {{served}} of {steps} recorded step(s) from {trace_path} offline"
+    else:
+        summary = f"rewind: forked {trace_path} at step {fork_at}: {{served}} step(s) replayed, {{recorded}} live"
+        if save_as is not None:
+            summary += f", saved to {save_as}"
+    finish(ctx, run_child(argv, session), summary=summary, quiet=quiet)
