@@ -256,6 +256,11 @@ def _accumulate_chat(chunks: list[Any]) -> dict[str, Any] | None:
                 slot["role"] = delta["role"]
             if isinstance(delta.get("content"), str):
                 slot["content"].append(delta["content"])
+            legacy = delta.get("function_call")
+            if isinstance(legacy, dict):  # the pre-tools function calling API
+                function = slot.setdefault("function_call", {"name": "", "arguments": ""})
+                function["name"] += legacy.get("name") or ""
+                function["arguments"] += legacy.get("arguments") or ""
             for call in delta.get("tool_calls") or []:
                 fresh = {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
                 tool = slot["tools"].setdefault(int(call.get("index") or 0), fresh)
@@ -277,6 +282,8 @@ def _accumulate_chat(chunks: list[Any]) -> dict[str, Any] | None:
         }
         if slot["tools"]:
             message["tool_calls"] = [slot["tools"][i] for i in sorted(slot["tools"])]
+        if "function_call" in slot:
+            message["function_call"] = slot["function_call"]
         summary["choices"].append({"index": index, "message": message, "finish_reason": slot["finish_reason"]})
     if usage is not None:
         summary["usage"] = usage

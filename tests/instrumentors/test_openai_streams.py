@@ -166,6 +166,9 @@ def test_stream_helper_replays_events_and_final_completion(client, stub: StubSer
         live_final = stream.get_final_completion()
     (event,) = events(trace_path)
     assert event.get("stream")["truncated"] is False
+    summary_call = event.response["choices"][0]["message"]["tool_calls"][0]
+    assert summary_call["function"] == {"name": "lookup", "arguments": '{"q": "x"}'}
+    assert event.response["choices"][0]["finish_reason"] == "tool_calls"
     stub.stop()
     with rewind.replay(trace_path), chat_stream(client)(model=MODEL, messages=ask("helper"), tools=tools) as stream:
         replayed_events = [event.type for event in stream]
