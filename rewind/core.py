@@ -33,6 +33,7 @@ from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from . import content_capture
 from ._channel import PARCELS, Parcel
 from .canonical import fingerprint, to_jsonable
 from .errors import DivergenceError, TraceFormatError
@@ -130,6 +131,10 @@ class Call:
                 facts["rewind.replayed"] = True
                 facts["rewind.replayed_step"] = self.served.seq
             self.span.set_attributes(facts)
+        if content_capture.capturing() and self.span.is_recording():
+            # Content for other backends is opt-in, and redacted like the file.
+            operation = attrs["gen_ai.operation.name"]
+            self.span.set_attributes(content_capture.input_attributes(self.kind, operation, self.stored_request))
 
     # -- replay -----------------------------------------------------------------
     @property
@@ -180,6 +185,8 @@ class Call:
         if self.span.is_recording():
             if self.served is not None:
                 self.span.set_attributes(usage_attributes(self.served.response))
+                if content_capture.capturing():
+                    self.span.set_attributes(content_capture.output_attributes(self.kind, self.served.response))
             if attributes:
                 self.span.set_attributes(attributes)
         self.span.end()
@@ -206,6 +213,8 @@ class Call:
             self.span.set_attributes(usage_attributes(data))
             if attributes:
                 self.span.set_attributes(attributes)
+            if content_capture.capturing():
+                self.span.set_attributes(content_capture.output_attributes(self.kind, data))
         self._commit(event)
         return event
 

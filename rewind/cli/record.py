@@ -15,9 +15,9 @@ def _meta(raw: str) -> str:
     try:
         meta = json.loads(raw)
     except ValueError as exc:
-        raise CliError(f"--meta must be a JSON object, e.g. '{{\"ticket\": \"T-1\"}}' ({exc})") from None
+        raise CliError(f'--meta must be a JSON object, e.g. \'{{"ticket": "T-1"}}\' ({exc})') from None
     if not isinstance(meta, dict):
-        raise CliError(f"--meta must be a JSON object, e.g. '{{\"ticket\": \"T-1\"}}', not {type(meta).__name__}")
+        raise CliError(f'--meta must be a JSON object, e.g. \'{{"ticket": "T-1"}}\', not {type(meta).__name__}')
     return json.dumps(meta)
 
 

@@ -1,0 +1,220 @@
+"""Message content on spans, per the GenAI content-capture conventions (off by default).
+
+Spans reach other backends (Jaeger, Phoenix, a vendor), where prompts and answers may not
+belong, so content goes on them only when the application opts in with
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (``true``, or ``SPAN_ONLY`` /
+``SPAN_AND_EVENT`` in the newer enum form; ``false``, ``NO_CONTENT`` and ``EVENT_ONLY``
+keep spans free of content: rewind emits no log events). The rewind file always holds the
+full payloads whatever this says; a ``redact=`` function applies here too, because what
+is captured is the stored (redacted) payload.
+
+What is captured, as JSON strings:
+
+* LLM chat calls: ``gen_ai.input.messages``, ``gen_ai.output.messages`` and, when the
+  request carries them apart from the messages, ``gen_ai.system_instructions``: messages
+  of ``{"role", "parts": [...]}`` with ``text``, ``tool_call``, ``tool_call_response``,
+  ``reasoning`` and ``uri`` parts, converted from OpenAI Chat Completions, the OpenAI
+  Responses API and Anthropic Messages payloads;
+* tool calls: ``gen_ai.tool.call.arguments`` and ``gen_ai.tool.call.result``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+_ON = {"true", "1", "yes", "on", "span_only", "span_and_event"}
+
+_last: tuple[str | None, bool] = (None, False)
+
+
+def capturing() -> bool:
+    """Whether spans carry message content (read from the environment on every call)."""
+    global _last
+    raw = os.environ.get(ENV)
+    if raw != _last[0]:
+        _last = (raw, (raw or "").strip().lower() in _ON)
+    return _last[1]
+
+
+def input_attributes(kind: str, operation: str, request: Any) -> dict[str, str]:
+    """Content attributes of a call's (stored) request."""
+    if kind == "tool":
+        return {"gen_ai.tool.call.arguments": _json(request)}
+    if kind != "llm" or operation != "chat" or not isinstance(request, Mapping):
+        return {}
+    attrs: dict[str, str] = {}
+    system: list[dict[str, Any]] = []
+    messages: list[dict[str, Any]] = []
+    if isinstance(request.get("messages"), list):  # Chat Completions, Anthropic Messages
+        messages = [m for m in (_message(item) for item in request["messages"]) if m]
+        system = _parts(request.get("system"))
+    elif "input" in request:  # Responses API
+        messages = _response_items(request["input"], default_role="user")
+        system = _parts(request.get("instructions"))
+    if messages:
+        attrs["gen_ai.input.messages"] = _json(messages)
+    if system:
+        attrs["gen_ai.system_instructions"] = _json(system)
+    return attrs
+
+
+def output_attributes(kind: str, response: Any) -> dict[str, str]:
+    """Content attributes of a call's (stored) response."""
+    if kind == "tool":
+        return {"gen_ai.tool.call.result": _json(response)}
+    if kind != "llm":
+        return {}
+    messages: list[dict[str, Any]] = []
+    if isinstance(response, str):
+        messages = [{"role": "assistant", "parts": [_text(response)]}]
+    elif isinstance(response, Mapping):
+        if isinstance(response.get("choices"), list):  # Chat Completions
+            for choice in response["choices"]:
+                if isinstance(choice, Mapping) and isinstance(choice.get("message"), Mapping):
+                    message = _message(choice["message"]) or {"role": "assistant", "parts": []}
+                    message["finish_reason"] = choice.get("finish_reason") or ""
+                    messages.append(message)
+        elif response.get("type") == "message" and "content" in response:  # Anthropic
+            message = _message(response) or {"role": "assistant", "parts": []}
+            message["finish_reason"] = response.get("stop_reason") or ""
+            messages.append(message)
+        elif response.get("object") == "response" and isinstance(response.get("output"), list):  # Responses
+            parts = [
+                part for item in _response_items(response["output"], default_role="assistant") for part in item["parts"]
+            ]
+            status = response.get("status")
+            messages.append(
+                {
+                    "role": "assistant",
+                    "parts": parts,
+                    "finish_reason": "stop" if status == "completed" else str(status or ""),
+                }
+            )
+    return {"gen_ai.output.messages": _json(messages)} if messages else {}
+
+
+# -- conversions ---------------------------------------------------------------------
+
+_ROLES = {"developer": "system"}
+
+
+def _message(item: Any) -> dict[str, Any] | None:
+    """One Chat Completions or Anthropic message as ``{"role", "parts"}``."""
+    if not isinstance(item, Mapping):
+        return None
+    role = str(item.get("role") or "user")
+    if role == "tool":  # Chat Completions tool result
+        response = _parts(item.get("content"))
+        return {
+            "role": "tool",
+            "parts": [{"type": "tool_call_response", "id": item.get("tool_call_id"), "response": _flat(response)}],
+        }
+    parts = _parts(item.get("content"))
+    for call in item.get("tool_calls") or []:
+        if isinstance(call, Mapping):
+            function = call.get("function") or {}
+            parts.append(_tool_call(call.get("id"), function.get("name"), function.get("arguments")))
+    message: dict[str, Any] = {"role": _ROLES.get(role, role), "parts": parts}
+    if isinstance(item.get("name"), str):
+        message["name"] = item["name"]
+    return message
+
+
+def _parts(content: Any) -> list[dict[str, Any]]:
+    """Message content (a string or a list of typed blocks) as GenAI parts."""
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [_text(content)]
+    if not isinstance(content, list):
+        return [_text(_json(content))]
+    parts: list[dict[str, Any]] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(_text(block))
+            continue
+        if not isinstance(block, Mapping):
+            continue
+        kind = block.get("type")
+        if kind in ("text", "input_text", "output_text"):
+            parts.append(_text(block.get("text")))
+        elif kind in ("thinking", "reasoning"):
+            parts.append({"type": "reasoning", "content": block.get("thinking") or block.get("text") or ""})
+        elif kind == "tool_use":  # Anthropic
+            parts.append(_tool_call(block.get("id"), block.get("name"), block.get("input")))
+        elif kind == "tool_result":  # Anthropic
+            response = _flat(_parts(block.get("content")))
+            parts.append({"type": "tool_call_response", "id": block.get("tool_use_id"), "response": response})
+        elif kind in ("image_url", "input_image"):
+            url = block.get("image_url")
+            url = url.get("url") if isinstance(url, Mapping) else url
+            parts.append({"type": "uri", "modality": "image", "uri": url})
+        elif kind == "refusal":
+            parts.append(_text(block.get("refusal")))
+        elif isinstance(kind, str):
+            parts.append({"type": kind})  # images, audio, documents …: named, content left out
+    return parts
+
+
+def _response_items(items: Any, *, default_role: str) -> list[dict[str, Any]]:
+    """Responses API input or output items as messages (calls and results become parts)."""
+    if isinstance(items, str):
+        return [{"role": default_role, "parts": [_text(items)]}]
+    if not isinstance(items, list):
+        return []
+    messages: list[dict[str, Any]] = []
+    for item in items:
+        if not isinstance(item, Mapping):
+            continue
+        kind = item.get("type")
+        if kind == "function_call":
+            messages.append(
+                {
+                    "role": "assistant",
+                    "parts": [_tool_call(item.get("call_id"), item.get("name"), item.get("arguments"))],
+                }
+            )
+        elif kind == "function_call_output":
+            messages.append(
+                {
+                    "role": "tool",
+                    "parts": [
+                        {"type": "tool_call_response", "id": item.get("call_id"), "response": item.get("output")}
+                    ],
+                }
+            )
+        elif kind == "reasoning":
+            summary = " ".join(s.get("text", "") for s in item.get("summary") or [] if isinstance(s, Mapping))
+            messages.append({"role": "assistant", "parts": [{"type": "reasoning", "content": summary}]})
+        elif "role" in item or kind == "message":
+            role = str(item.get("role") or default_role)
+            messages.append({"role": _ROLES.get(role, role), "parts": _parts(item.get("content"))})
+    return messages
+
+
+def _tool_call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            pass  # models do send malformed arguments: keep them as sent
+    return {"type": "tool_call", "id": call_id, "name": name, "arguments": arguments}
+
+
+def _text(value: Any) -> dict[str, Any]:
+    return {"type": "text", "content": value if isinstance(value, str) else _json(value)}
+
+
+def _flat(parts: list[dict[str, Any]]) -> Any:
+    """A tool result's parts as the plain value it most likely was."""
+    if len(parts) == 1 and parts[0].get("type") == "text":
+        return parts[0]["content"]
+    return parts
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
