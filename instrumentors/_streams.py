@@ -210,7 +210,15 @@ class SyncStream(wrapt.ObjectProxy):  # type: ignore[misc]
         return self._self_response
 
     def __del__(self) -> None:
-        _finish_quietly(self._self_engine, complete=False)
+        engine = self._self_engine
+        if engine.finished:
+            return
+        _finish_quietly(engine, complete=False)
+        if isinstance(engine, RecordEngine):
+            try:
+                self.__wrapped__.close()  # abandoned: release the connection now, not at the next GC cycle
+            except Exception:
+                pass
 
 
 class AsyncStream(wrapt.ObjectProxy):  # type: ignore[misc]

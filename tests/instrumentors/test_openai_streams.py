@@ -86,8 +86,10 @@ def test_with_exit_and_abandonment_finalize_once(client, stub: StubServer, trace
         abandoned = client.chat.completions.create(model=MODEL, messages=ask("abandoned"), stream=True)
         next(abandoned)
         next(abandoned)
+        connection = abandoned.response
         del abandoned
         gc.collect()
+        assert connection.is_closed
     first, second = events(trace_path)
     assert first.get("stream") == {"chunks": first.get("stream")["chunks"], "truncated": True}
     assert len(first.get("stream")["chunks"]) == 1
