@@ -27,12 +27,14 @@ span. ``AnthropicInstrumentor().instrument(sdk_spans=True)`` (or
 ``REWIND_ANTHROPIC_SDK_SPANS=1``) keeps the SDK's spans as children. Calls outside a
 session are never touched. Headers are not part of a call's identity, so a per-run
 ``traceparent`` never changes a fingerprint.
+
+On anthropic < 1.0 the ``Stream`` metaclass answers ``isinstance`` with "exactly a
+``Stream``"; while instrumented it also admits rewind's proxies over real streams.
 """
 
 from __future__ import annotations
 
 import copy
-import importlib
 import inspect
 import json
 import os
@@ -46,6 +48,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from rewind.errors import PatchGapWarning, RewindWarning
 
 from ._stainless import dump_model, resolve
+from ._streams import AsyncStream, SyncStream
 from ._surface import Patcher, Provider, Surface, async_wrapper, intercepting, sync_wrapper, warn_once
 
 _MESSAGES = "anthropic.resources.messages"
@@ -317,15 +320,13 @@ def _stream_helper_hook(surface: Surface) -> Callable[..., Any]:
             )
             return manager
         original = manager.__dict__[slot]
-        deferred: Any
         if surface.is_async:
-            deferred = _DeferredRequest(lambda: intercept(lambda *a, **k: original, instance, args, kwargs), original)
+            # Awaited on entry; the SDK's own request coroutine runs only if the call goes live.
+            manager.__dict__[slot] = _DeferredRequest(
+                lambda: intercept(lambda *a, **k: original, instance, args, kwargs), original
+            )
         else:
-
-            def deferred() -> Any:
-                return intercept(lambda *a, **k: original(), instance, args, kwargs)
-
-        manager.__dict__[slot] = deferred
+            manager.__dict__[slot] = lambda: intercept(lambda *a, **k: original(), instance, args, kwargs)
         return manager
 
     return hook
@@ -373,31 +374,52 @@ def _rewind_call_span(wrapped: Callable[..., Any], instance: Any, args: tuple[An
     return trace.NonRecordingSpan(context)
 
 
-class _SDKSpanHandoff:
-    """Installs and removes ``_rewind_call_span``; a no-op on SDKs without their own spans."""
+def _admit_proxies(wrapped: Callable[..., Any], cls: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``_SyncStreamMeta.__instancecheck__`` (anthropic < 1.0) that also admits rewind's stream proxies.
 
-    target = ("anthropic._base_client", "start_api_call_span")
+    That metaclass answers ``isinstance(x, Stream)`` with "is exactly a ``Stream``", which no
+    proxy can be; a proxy over a real ``Stream`` is one for every other purpose.
+    """
+    (candidate,) = args
+    if isinstance(candidate, (SyncStream, AsyncStream)):
+        return isinstance(candidate.__wrapped__, cls)
+    return wrapped(*args, **kwargs)
 
-    def __init__(self) -> None:
+
+class _SDKHook:
+    """One wrapper over an SDK internal (``"module:Owner"``, attribute); absent targets are skipped."""
+
+    def __init__(self, owner: str, attr: str, wrapper: Callable[..., Any]) -> None:
+        self.owner = owner
+        self.attr = attr
+        self.wrapper = wrapper
         self._applied: tuple[Any, Any] | None = None
 
     def apply(self) -> None:
         if self._applied is not None:
             return
-        module_name, attr = self.target
-        module = importlib.import_module(module_name)
-        original = module.__dict__.get(attr)
-        if not callable(original):
-            return  # the SDK predates its own tracing
-        wrapt.wrap_function_wrapper(module, attr, _rewind_call_span)
-        self._applied = (module, original)
+        owner = resolve(self.owner)
+        original = getattr(owner, "__dict__", {}).get(self.attr)
+        if original is None:
+            return  # this SDK version has no such internal: nothing to adjust
+        wrapt.wrap_function_wrapper(owner, self.attr, self.wrapper)
+        self._applied = (owner, original)
 
     def revert(self) -> None:
         if self._applied is None:
             return
-        module, original = self._applied
+        owner, original = self._applied
         self._applied = None
-        setattr(module, self.target[1], original)
+        setattr(owner, self.attr, original)
+
+
+#: The SDK's call span, handed to rewind's while a session records (unless kept).
+_SDK_SPAN_HOOK = ("anthropic._base_client", "start_api_call_span", _rewind_call_span)
+#: ``isinstance(proxy, Stream)`` on SDKs whose stream metaclass admits exact instances only.
+_ISINSTANCE_HOOKS = (
+    ("anthropic._streaming:_SyncStreamMeta", "__instancecheck__", _admit_proxies),
+    ("anthropic._streaming:_AsyncStreamMeta", "__instancecheck__", _admit_proxies),
+)
 
 
 def _keep_sdk_spans(option: Any) -> bool:
@@ -406,10 +428,21 @@ def _keep_sdk_spans(option: Any) -> bool:
     return os.environ.get(SDK_SPANS_ENV, "").strip().lower() in ("1", "true", "yes", "on", "keep")
 
 
+def _older_than_supported(version: str) -> bool:
+    try:
+        from packaging.version import InvalidVersion, Version
+    except ImportError:  # packaging comes with opentelemetry-instrumentation; never block on it
+        return False
+    try:
+        return Version(version) < Version(MINIMUM_SDK)
+    except InvalidVersion:
+        return False
+
+
 PROVIDER = AnthropicProvider()
 
 #: The oldest anthropic release the test suite is run against.
-MINIMUM_SDK = "0.47"
+MINIMUM_SDK = "0.43"
 
 
 class AnthropicInstrumentor(BaseInstrumentor):  # type: ignore[misc]
@@ -423,18 +456,30 @@ class AnthropicInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         return (f"anthropic >= {MINIMUM_SDK}",)
 
     def _instrument(self, **kwargs: Any) -> None:
-        import anthropic  # noqa: F401 - a missing SDK raises ModuleNotFoundError: the loader skips us
+        import anthropic  # a missing SDK raises ModuleNotFoundError: the loader skips us
 
+        if _older_than_supported(getattr(anthropic, "__version__", "")):
+            # Their stream helper re-reads the HTTP body itself: recording it would be silently wrong.
+            warn_once(
+                "instrument:anthropic:version",
+                f"rewind supports anthropic >= {MINIMUM_SDK}; the installed {anthropic.__version__} is not "
+                "instrumented, so its calls run live and unrecorded. Upgrade the anthropic SDK.",
+                PatchGapWarning,
+            )
+            return
         patcher = getattr(self, "_rewind_patcher", None)
         if patcher is None:
             patcher = self._rewind_patcher = Patcher(PROVIDER)
-            self._rewind_sdk_spans = _SDKSpanHandoff()
         if patcher.active:
             return
+        hooks = [_SDKHook(*target) for target in _ISINSTANCE_HOOKS]
+        if not _keep_sdk_spans(kwargs.get("sdk_spans")):
+            hooks.append(_SDKHook(*_SDK_SPAN_HOOK))
+        self._rewind_hooks = hooks
         try:
             patcher.apply()
-            if not _keep_sdk_spans(kwargs.get("sdk_spans")):
-                self._rewind_sdk_spans.apply()
+            for hook in hooks:
+                hook.apply()
         except RewindWarning:
             raise  # a PatchGapWarning the user turned into an error
         except Exception as exc:  # instrumenting must never break the application
@@ -450,4 +495,6 @@ class AnthropicInstrumentor(BaseInstrumentor):  # type: ignore[misc]
         patcher = getattr(self, "_rewind_patcher", None)
         if patcher is not None:
             patcher.revert()
-            self._rewind_sdk_spans.revert()
+        for hook in reversed(getattr(self, "_rewind_hooks", [])):
+            hook.revert()
+        self._rewind_hooks = []

@@ -21,8 +21,10 @@ import rewind
 from rewind.errors import ReplayedError
 from rewind.stub_server import StubServer
 
-#: The class the SDK raises for HTTP 529 (``OverloadedError`` on SDKs that have it).
-OVERLOADED = getattr(anthropic, "OverloadedError", anthropic.InternalServerError)
+#: The class the SDK raises for HTTP 529 (older SDKs define it without exporting it).
+OVERLOADED = getattr(anthropic, "OverloadedError", None) or getattr(
+    anthropic._exceptions, "OverloadedError", anthropic.InternalServerError
+)
 
 
 def _capture(call: Any) -> BaseException:

@@ -31,6 +31,11 @@ from rewind.errors import PatchGapWarning
 from rewind.stub_server import StubServer
 
 ORIGINALS = {name: Messages.__dict__[name] for name in ("create", "stream")}
+#: anthropic < 1.0 only: the stream metaclasses whose isinstance check rewind widens.
+STREAM_METAS = [
+    m for m in (getattr(anthropic._streaming, n, None) for n in ("_SyncStreamMeta", "_AsyncStreamMeta")) if m
+]
+META_CHECKS = {meta: vars(meta).get("__instancecheck__") for meta in STREAM_METAS}
 
 
 def _hooked() -> bool:
@@ -60,6 +65,7 @@ def test_patch_is_idempotent_reference_counted_and_restores_exactly() -> None:
     second()
     assert not _hooked() and not _sdk_span_hooked()
     assert {name: Messages.__dict__[name] for name in ORIGINALS} == ORIGINALS
+    assert {meta: vars(meta).get("__instancecheck__") for meta in STREAM_METAS} == META_CHECKS
 
 
 def test_patched_and_auto_patch_include_anthropic() -> None:
@@ -70,7 +76,7 @@ def test_patched_and_auto_patch_include_anthropic() -> None:
     with integrations.patched():  # every installed provider
         assert _hooked()
     assert not _hooked()
-    unpatch = integrations.auto_patch("anthropic", "openai")
+    unpatch = integrations.auto_patch("anthropic")
     assert _hooked()
     unpatch()
     assert not _hooked()
@@ -88,6 +94,17 @@ def test_instrumentor_contract() -> None:
     assert _hooked()  # the patch_anthropic() consumer did not own these hooks
     instrumentor.uninstrument()
     assert not _hooked() and not _sdk_span_hooked()
+
+
+def test_an_sdk_older_than_the_floor_is_left_alone_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_surface, "_WARNED", set())
+    monkeypatch.setattr(anthropic, "__version__", "0.42.0")
+    with pytest.warns(PatchGapWarning, match=f"anthropic >= {MINIMUM_SDK}"):
+        unpatch = integrations.patch_anthropic()
+    try:
+        assert not _hooked() and not _sdk_span_hooked()
+    finally:
+        unpatch()
 
 
 def test_instrumentor_records_without_patch_anthropic(stub: StubServer, trace_path: Path) -> None:

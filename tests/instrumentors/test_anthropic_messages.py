@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import warnings
 from pathlib import Path
 
 import anthropic
@@ -202,6 +204,25 @@ def test_no_session_passes_straight_through(claude, stub: StubServer) -> None:
     assert message.content[0].text == "Echo: plain" and stub.request_count == 1
     with claude.messages.stream(model=MODEL, max_tokens=64, messages=ask("plain")) as stream:
         assert stream.get_final_text() == "Echo: plain"
+
+
+async def test_async_no_session_passes_straight_through(aclaude, stub: StubServer) -> None:
+    async with aclaude.messages.stream(model=MODEL, max_tokens=64, messages=ask("plain")) as stream:
+        assert await stream.get_final_text() == "Echo: plain"
+    assert stub.request_count == 1
+
+
+async def test_replayed_async_helper_never_sends_the_sdk_request(aclaude, stub: StubServer, trace_path: Path) -> None:
+    async with rewind.record(trace_path), aclaude.messages.stream(model=MODEL, max_tokens=64, messages=ask("a")) as s:
+        await s.get_final_text()
+    stub.stop()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        async with rewind.replay(trace_path):
+            async with aclaude.messages.stream(model=MODEL, max_tokens=64, messages=ask("a")) as stream:
+                assert await stream.get_final_text() == "Echo: a"
+            gc.collect()
+    assert not [w for w in caught if "never awaited" in str(w.message)]
 
 
 def test_a_changed_request_diverges_instead_of_going_live(claude, stub: StubServer, trace_path: Path) -> None:
