@@ -1,8 +1,11 @@
 """The shared wrapping machinery every SDK instrumentor is built from.
 
-A provider module (``instrumentors/openai.py``, later ``anthropic.py`` …) is a table of
+A provider module (``instrumentors/openai.py``, ``anthropic.py`` …) is a table of
 ``Surface`` rows plus a ``Provider`` subclass holding what is really provider-specific.
-Everything else lives here, once.
+Everything else lives here and in three helpers: ``_stainless`` (the generated-SDK classes
+and the in-memory HTTP objects replay builds from them), ``_streams`` (stream and raw
+response proxies) and ``_errors`` (provider errors as data, raised again with a bounded
+``e.response``).
 
 Contract
 --------
@@ -50,8 +53,10 @@ Behaviour, for every surface
   (``with_raw_response`` / ``with_streaming_response``) record the wire body and its
   headers (``extra["http"]``). Errors record the exception, its body and a bounded view of
   its HTTP response (``_errors``).
-* Replay: the recorded event is revived into real SDK types with the SDK's own lenient
-  parser (``construct_type``), raw wrappers are real ``LegacyAPIResponse`` /
+* Replay: the recorded event is revived into real SDK types the way the SDK parses wire
+  data: its strict-validation parser first (``validate_type``, what clients with
+  ``_strict_response_validation`` use; an order of magnitude faster), its default lenient
+  parser (``construct_type``) for payloads that do not validate; raw wrappers are real ``LegacyAPIResponse`` /
   ``APIResponse`` objects over an in-memory HTTP response (``.headers``, ``.parse()``,
   ``.iter_lines()`` work), streams are proxies over real ``Stream`` objects yielding the
   recorded chunks. If revival fails, the recorded dict is served with
