@@ -169,7 +169,7 @@ def test_payload_the_strict_parser_rejects_is_revived_leniently(client, stub: St
     assert replayed.choices[0].finish_reason == "brand_new_reason"
 
 
-def test_missing_lenient_parser_is_reported_at_patch_time(monkeypatch: pytest.MonkeyPatch, fresh_warnings: None) -> None:
+def test_missing_lenient_parser_is_reported(monkeypatch: pytest.MonkeyPatch, fresh_warnings: None) -> None:
     monkeypatch.setattr(PROVIDER.kit, "construct_type", None)
     patcher = Patcher(PROVIDER)
     try:
