@@ -174,6 +174,17 @@ class AnthropicProvider(Provider):
         return data
 
     # -- revival --------------------------------------------------------------------
+    def revive(self, surface: Surface, data: Any, kwargs: Mapping[str, Any]) -> Any:
+        revived = super().revive(surface, data, kwargs)
+        if not isinstance(revived, dict) and not hasattr(revived, "_workspace_id"):
+            # The SDK stamps it beside _request_id on every parsed response, and its own
+            # helpers (message threads) read it; a step does not record it.
+            try:
+                object.__setattr__(revived, "_workspace_id", None)
+            except Exception:
+                pass
+        return revived
+
     def parse_result(self, surface: Surface, revived: Any, kwargs: Mapping[str, Any]) -> Any:
         import anthropic
 
