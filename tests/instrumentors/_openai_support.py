@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 import rewind
-from rewind.stub_server import StubServer
 
 API_KEY = "sk-test-SECRET-never-in-a-trace"
 MODEL = "gpt-4o-mini"
@@ -54,14 +53,5 @@ def raw_parse(client: Any) -> Any | None:
     return getattr(raw, "parse", None)
 
 
-def stop_and_block(stub: StubServer) -> None:
-    """Stop the server: any call that goes live from here on fails to connect."""
-    stub.stop()
-
-
 def events(path: Path) -> list[rewind.Event]:
     return list(rewind.Trace.load(path).events)
-
-
-def trace_text(path: Path) -> str:
-    return path.read_text(encoding="utf-8")
