@@ -190,15 +190,37 @@ def test_parse_replays_parsed_output_from_the_wire_shape(claude, stub: StubServe
     assert replayed.parsed_output == live.parsed_output
 
 
+@needs_parse
+def test_beta_parse_and_the_stream_helper_with_output_format(claude, stub: StubServer, trace_path: Path) -> None:
+    def agent() -> tuple[Any, Any]:
+        parsed = claude.beta.messages.parse(model=MODEL, max_tokens=256, messages=ask("name=Paris"), output_format=City)
+        with claude.messages.stream(
+            model=MODEL, max_tokens=256, messages=ask("name=Rome"), output_format=City
+        ) as stream:
+            final = stream.get_final_message()
+        return parsed.parsed_output, final.parsed_output
+
+    with rewind.record(trace_path):
+        live = agent()
+    assert [e.name for e in events(trace_path)] == ["anthropic.beta.messages.parse", "anthropic.messages.create"]
+    stub.stop()
+    with rewind.replay(trace_path):
+        replayed = agent()
+    assert replayed == live and all(isinstance(city, City) for city in replayed)
+
+
 def test_count_tokens_replays(claude, stub: StubServer, trace_path: Path) -> None:
     if not hasattr(claude.messages, "count_tokens"):
         pytest.skip("this anthropic SDK has no messages.count_tokens")
     with rewind.record(trace_path):
         live = claude.messages.count_tokens(model=MODEL, messages=ask("three little words"))
+        live_beta = claude.beta.messages.count_tokens(model=MODEL, messages=ask("three little words"))
     stub.stop()
     with rewind.replay(trace_path):
         replayed = claude.messages.count_tokens(model=MODEL, messages=ask("three little words"))
+        replayed_beta = claude.beta.messages.count_tokens(model=MODEL, messages=ask("three little words"))
     assert type(replayed) is type(live) and replayed.input_tokens == live.input_tokens > 0
+    assert type(replayed_beta) is type(live_beta) and replayed_beta.input_tokens == live_beta.input_tokens
 
 
 def test_no_session_passes_straight_through(claude, stub: StubServer) -> None:
