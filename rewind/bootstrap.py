@@ -261,11 +261,36 @@ def _finish(session: Session, status_file: str | None = None) -> None:
 
 
 def autostart() -> Session | None:
-    """Instrument every installed provider SDK, then open the environment's session."""
-    try:
-        from .integrations import auto_patch
-    except ImportError:  # instrumentors not available in this install
-        auto_patch = None
-    if auto_patch is not None:
-        auto_patch()
+    """Instrument each installed provider SDK as the program imports it, then open the session.
+
+    Importing every SDK up front would cost seconds at start-up (and memory) for SDKs the
+    program never uses; an import hook patches each one the moment it is imported.
+    """
+    instrument_on_import()
     return start_from_environment()
+
+
+def instrument_on_import() -> None:
+    """Patch every installed provider SDK when it is imported (at once if it already is)."""
+    try:
+        from . import integrations
+    except ImportError:  # instrumentors not available in this install
+        return
+    import wrapt
+
+    for name in integrations.providers():
+        provider = integrations._PROVIDERS[name]
+        if provider.installed():
+            wrapt.register_post_import_hook(_patch_on_import(name), provider.sdk)
+
+
+def _patch_on_import(name: str) -> Callable[[Any], None]:
+    def hook(module: Any) -> None:
+        from .integrations import auto_patch
+
+        try:
+            auto_patch(name)
+        except Exception as exc:  # never break the program's import: say so, and let it run
+            sys.stderr.write(f"rewind: could not instrument {name} ({type(exc).__name__}: {exc}); its calls run live\n")
+
+    return hook
