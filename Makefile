@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 EMBED  := $(VENV)/.embeddings
 
-.PHONY: install embeddings demo test lint bench clean
+.PHONY: install embeddings demo test test-compat lint bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,17 @@ test: $(STAMP) $(EMBED)
 	$(PY) -m ruff check .
 	$(PY) -m pytest -n 2 -q
 
+# The oldest SDK releases we support, each in a venv of its own. openai before 1.55.3
+# passes proxies= to httpx, which httpx 0.28 removed.
+OPENAI_FLOOR   ?= 1.40.0
+COMPAT_OPENAI  := .venv-openai-floor
+
+test-compat:
+	@test -x $(COMPAT_OPENAI)/bin/python || $(PYTHON) -m venv $(COMPAT_OPENAI)
+	$(COMPAT_OPENAI)/bin/python -m pip install --quiet --upgrade pip
+	$(COMPAT_OPENAI)/bin/python -m pip install --quiet -e '.[dev]' 'openai==$(OPENAI_FLOOR)' 'httpx<0.28'
+	$(COMPAT_OPENAI)/bin/python -m pytest -q -p no:cacheprovider tests/instrumentors/test_openai_*.py
+
 lint: $(STAMP)
 	$(PY) -m ruff check .
 
@@ -38,4 +49,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(COMPAT_OPENAI) build dist *.egg-info .pytest_cache .ruff_cache
