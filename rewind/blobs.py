@@ -146,9 +146,7 @@ class BlobStore:
         finally:
             os.close(fd)
         if hashlib.sha256(data).hexdigest() != sha:
-            raise self._error(
-                f"blob {sha} at {target} does not match its sha256: it was modified after recording"
-            )
+            raise self._error(f"blob {sha} at {target} does not match its sha256: it was modified after recording")
         return data
 
     def _inside(self, target: str) -> bool:
@@ -204,7 +202,7 @@ def externalize(value: Any, store: BlobStore, threshold: int) -> Any:
         return [externalize(item, store, threshold) for item in value]
     if cls is dict:
         if len(value) == 1:
-            (key, inner), = value.items()
+            ((key, inner),) = value.items()
             if key == BYTES_HEX and type(inner) is str and _big(inner, threshold):
                 # Bytes are stored raw (half the size of their hex), under their tag.
                 data = _raw_hex(inner)
@@ -228,7 +226,7 @@ def restore(value: Any, store: BlobStore, cache: dict[str, str] | None = None) -
     if cls is not dict:
         return value
     if len(value) == 1:
-        (key, inner), = value.items()
+        ((key, inner),) = value.items()
         if key == BLOB:
             return _resolve(inner, store, cache, raw=False)
         if key == BYTES_HEX and type(inner) is dict and len(inner) == 1 and BLOB in inner:
@@ -264,7 +262,7 @@ def referenced(value: Any, found: set[str] | None = None) -> set[str]:
             referenced(item, found)
     elif cls is dict:
         if len(value) == 1:
-            (key, inner), = value.items()
+            ((key, inner),) = value.items()
             if key == BLOB and isinstance(inner, str):
                 found.add(inner)
                 return found

@@ -18,10 +18,8 @@ import decimal
 import enum
 import hashlib
 import json
-import json.encoder as _json_encoder
 import pathlib
 import re
-import threading
 import uuid
 import warnings
 from collections.abc import Mapping
@@ -49,12 +47,7 @@ def normalize_repr(text: str) -> str:
 
 def canonical_json(value: Any) -> str:
     """The one spelling of JSON data used for fingerprints: sorted keys, no spaces."""
-    return _CANONICAL.dumps(value)
-
-
-def compact_json(value: Any) -> str:
-    """JSON data in insertion order, no spaces, non-ASCII kept: how trace lines are spelled."""
-    return _COMPACT.dumps(value)
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_no_default)
 
 
 def fingerprint(jsonable: Any) -> str:
@@ -64,110 +57,6 @@ def fingerprint(jsonable: Any) -> str:
 
 def _no_default(value: Any) -> Any:
     raise TypeError(f"not JSON data: {type(value).__name__}; call to_jsonable first")
-
-
-class _EscapeMemo:
-    """Remembers the JSON spelling of long strings.
-
-    An agent re-sends most of its history on every call, so the same message strings
-    are escaped for every fingerprint and every trace line; escaping is most of what
-    serializing them costs. The memo is bounded (oldest entries go first) and only
-    ever returns what the stdlib escaper returned for an equal string.
-    """
-
-    MIN_LENGTH = 64
-    MAX_LENGTH = 2_000_000
-    BUDGET = 8_000_000  # characters kept (strings and their spellings together)
-
-    def __init__(self, plain: Any) -> None:
-        self.plain = plain
-        self._memo: dict[str, str] = {}
-        self._size = 0
-        self._lock = threading.Lock()
-        self.escape = self._make_escape()
-
-    def _make_escape(self) -> Any:
-        # A closure over locals: the C encoder calls it once per string, so every
-        # attribute lookup saved here is saved thousands of times per call.
-        memo_get = self._memo.get
-        plain = self.plain
-        remember = self._remember
-        shortest, longest = self.MIN_LENGTH, self.MAX_LENGTH
-
-        def escape(text: str) -> str:
-            # Exact str only: a subclass may redefine equality or hashing.
-            if len(text) < shortest or type(text) is not str:
-                return plain(text)
-            spelled = memo_get(text)
-            if spelled is None:
-                spelled = plain(text)
-                if len(text) <= longest:
-                    remember(text, spelled)
-            return spelled
-
-        return escape
-
-    def _remember(self, text: str, spelled: str) -> None:
-        with self._lock:
-            if text in self._memo:
-                return
-            self._memo[text] = spelled
-            self._size += len(text) + len(spelled)
-            while self._size > self.BUDGET and self._memo:
-                oldest = next(iter(self._memo))
-                self._size -= len(oldest) + len(self._memo.pop(oldest))
-
-
-class _Dumper:
-    """``json.dumps`` with fixed options, escaping strings through the memo.
-
-    Built on the stdlib's C encoder, which takes the string escaper as a parameter;
-    where that encoder is unavailable (or spells anything differently from
-    ``json.dumps``) this is plain ``json.dumps``.
-    """
-
-    def __init__(self, *, sort_keys: bool, escape: Any) -> None:
-        self._options: dict[str, Any] = {
-            "sort_keys": sort_keys,
-            "separators": (",", ":"),
-            "ensure_ascii": False,
-            "default": _no_default,
-        }
-        self._sort_keys = sort_keys
-        self._escape = escape
-        self.dumps = self._stdlib
-        make = getattr(_json_encoder, "c_make_encoder", None)
-        if make is not None and self._agrees():
-            self.dumps = self._memoized
-
-    def _stdlib(self, value: Any) -> str:
-        return json.dumps(value, **self._options)
-
-    def _memoized(self, value: Any) -> str:
-        if type(value) is str:
-            return self._escape(value)
-        # A fresh markers dict per call, as json.dumps does: circular data raises ValueError.
-        encode = _json_encoder.c_make_encoder(
-            {}, _no_default, self._escape, None, ":", ",", self._sort_keys, False, True
-        )
-        return "".join(encode(value, 0))
-
-    def _agrees(self) -> bool:
-        sample = {
-            "b": [1, 2.5, -0.0, 1e16, float("nan"), float("inf"), None, True, False, "x" * 80],
-            "a": {"é\u2028\ud800": 'quote " and \\ \n\t', "z": 10**30},
-            "c": ("tuple", {"k": 1}),
-        }
-        try:
-            text = "y" * 80
-            return self._memoized(sample) == self._stdlib(sample) and self._memoized(text) == self._stdlib(text)
-        except Exception:  # any failure of the private encoder: use the stdlib path
-            return False
-
-
-_ESCAPE = _EscapeMemo(_json_encoder.encode_basestring)
-_CANONICAL = _Dumper(sort_keys=True, escape=_ESCAPE.escape)
-_COMPACT = _Dumper(sort_keys=False, escape=_ESCAPE.escape)
 
 
 def to_jsonable(value: Any) -> Any:

@@ -37,8 +37,24 @@ class _RequestBinder:
             inspect.Parameter.POSITIONAL_OR_KEYWORD,
         )
         self._var_kw = {p.name for p in params if p.kind is inspect.Parameter.VAR_KEYWORD}
+        # Named parameters (and an optional **kwargs) are bound by hand: Signature.bind
+        # is general, slow, and runs on every call. Anything unusual (positional-only
+        # or *args parameters, a call bind would reject) takes the general path.
+        simple = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        self._fast: tuple[tuple[str, bool], ...] | None = None
+        if self._signature is not None and all(
+            p.kind in simple or p.kind is inspect.Parameter.VAR_KEYWORD for p in params
+        ):
+            named = [p for p in params if p.kind in simple]
+            self._fast = tuple((p.name, p.default is inspect.Parameter.empty) for p in named)
+            self._names = frozenset(p.name for p in named)
+            self._positional = sum(1 for p in named if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
     def __call__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self._fast is not None:
+            request = self._bind_fast(args, kwargs)
+            if request is not None:
+                return request
         if self._signature is None:
             return {"args": list(args), "kwargs": kwargs}
         try:
@@ -54,6 +70,39 @@ class _RequestBinder:
                 request.update(value)
             else:
                 request[name] = value
+        return request
+
+    def _bind_fast(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
+        """What the general path returns, for calls it would bind cleanly; else ``None``."""
+        assert self._fast is not None
+        given = len(args)
+        if given > self._positional:
+            return None
+        request: dict[str, Any] = {}
+        taken = 0
+        for index, (name, required) in enumerate(self._fast):
+            if index < given:  # positional parameters come first
+                if name in kwargs:
+                    return None  # multiple values for one argument
+                value = args[index]
+            elif name in kwargs:
+                value = kwargs[name]
+                taken += 1
+            elif required:
+                return None  # missing argument
+            else:
+                if index == 0 and self._skip_first:
+                    return None  # the general path skips whichever argument is bound first
+                continue
+            if index == 0 and self._skip_first:
+                continue
+            request[name] = value
+        if taken != len(kwargs):
+            if not self._var_kw:
+                return None  # an unexpected keyword argument
+            for key, value in kwargs.items():
+                if key not in self._names:
+                    request[key] = value
         return request
 
 

@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from . import blobs as _blobs
-from .canonical import compact_json
 from .errors import TraceFormatError
 
 FORMAT_NAME = "agent-rewind"
@@ -58,6 +57,7 @@ _SKELETON_KEYS = ("seq", "kind", "name", "fingerprint", "ts", "duration_ms", "ok
 # Reading a served event's response should not cost reading its request, which the
 # writer puts last: a body is first read this far, and the rest only when needed.
 _HEAD_PREFIX = 64 * 1024
+_WINDOW = 256 * 1024
 _REQUEST_KEY = '"request":'
 _scan_value = json.JSONDecoder().scan_once
 
@@ -68,11 +68,27 @@ class _LineSource:
     def __init__(self, path: str) -> None:
         self.path = path
         self.blobs: _blobs.BlobStore | None = None
+        self._window: tuple[int, bytes] | None = None
         self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         self._lock = threading.Lock()
         self._finalizer = weakref.finalize(self, os.close, self._fd)
 
     def read(self, offset: int, length: int) -> bytes:
+        # Replay reads events in file order, mostly: one read-ahead window serves the
+        # next few small lines from memory instead of a system call each. Lines as big
+        # as the window are read on their own and never kept.
+        window = self._window
+        if window is not None:
+            start, data = window
+            if start <= offset and offset + length <= start + len(data):
+                return data[offset - start : offset - start + length]
+        if length >= _WINDOW:
+            return self._pread(offset, length)
+        data = self._pread(offset, _WINDOW)
+        self._window = (offset, data)
+        return data[:length]
+
+    def _pread(self, offset: int, length: int) -> bytes:
         if hasattr(os, "pread"):
             return os.pread(self._fd, length, offset)
         with self._lock:  # pragma: no cover - platforms without pread
@@ -283,7 +299,7 @@ class Event:
 
 
 def _dumps_line(data: Mapping[str, Any]) -> bytes:
-    return compact_json(data).encode("utf-8", "surrogatepass")
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
 
 
 # -- reading bodies on demand --------------------------------------------------------
@@ -523,9 +539,7 @@ def _check_header(raw: bytes, path: str) -> dict[str, Any]:
     except ValueError:
         header = None
     if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
-        raise TraceFormatError(
-            "not a rewind trace (the first line is not an agent-rewind header)", path=path, line=1
-        )
+        raise TraceFormatError("not a rewind trace (the first line is not an agent-rewind header)", path=path, line=1)
     version = header.get("version")
     if not isinstance(version, int) or version < 1:
         raise TraceFormatError(f"header has an invalid format version {version!r}", path=path, line=1)
@@ -641,9 +655,7 @@ def _eager_event(line: bytes, store: _blobs.BlobStore | None, cache: dict[str, A
     return Event.from_dict(data)
 
 
-def _lazy_event(
-    line: bytes, source: _LineSource, offset: int, names: dict[bytes, str]
-) -> Event | None:
+def _lazy_event(line: bytes, source: _LineSource, offset: int, names: dict[bytes, str]) -> Event | None:
     match = _SKELETON.match(line)
     if match is None or not line.endswith(b"}"):
         return None  # not written by our writer's fast layout: parse it fully
