@@ -1,4 +1,4 @@
-"""Time travel with rewind, fully offline: record, replay, diverge, fork.
+"""Time travel with rewind, fully offline: record, replay, diverge, fork, diff.
 
 A small trip-planning agent makes 12 calls (model, tools, memory). We record it once,
 replay it without running any backend, show what a divergence looks like, and fork
@@ -77,10 +77,7 @@ def trip_agent(user: str, budget: int, cities: list[str] = CITIES) -> str:
 
 
 def show_diff(a: Path, b: Path) -> None:
-    diff_traces = getattr(rewind, "diff_traces", None)
-    if diff_traces is None:  # the diff module is optional in minimal installs
-        return
-    print(rewind.render_text(diff_traces(a, b)))
+    print(rewind.render_text(rewind.diff_traces(a, b)))
 
 
 def section(title: str) -> None:
