@@ -10,9 +10,10 @@ after its own configuration and every instrumentor ran; the ``rewind record``/``
 replay`` CLI's child bootstrap calls it through ``autostart``. Calling it again is
 harmless.
 
-The first process that opens the session claims it: the session variables are removed
-from its environment, so Python subprocesses it starts run unrecorded instead of writing
-a second session over the same file.
+The first process that opens the session owns it (``REWIND_SESSION_PID``): Python
+subprocesses it starts run without a session instead of writing a second one over the
+same file, while a program it ``exec``s (``opentelemetry-instrument`` does, and so do
+other launchers) keeps the process id and so the session.
 
 Variables:
 
@@ -68,7 +69,17 @@ SESSION_VARIABLES = (
     "REWIND_REDACT",
     "REWIND_NORMALIZE",
     "REWIND_STATUS_FILE",
+    "REWIND_SESSION_PID",
 )
+
+#: The process id that owns the environment's session.
+OWNER = "REWIND_SESSION_PID"
+
+
+def owned_elsewhere() -> bool:
+    """True in a subprocess of the program that owns the environment's session."""
+    owner = os.environ.get(OWNER)
+    return bool(owner) and owner != str(os.getpid())
 
 
 class EnvironmentConfigError(RewindError):
@@ -193,6 +204,9 @@ def start_from_environment() -> Session | None:
     with _lock:
         if _started:
             return _session
+        if owned_elsewhere():
+            _started = True
+            return None
         session = session_from_environment()
         _started = True
         if session is None:
@@ -200,8 +214,7 @@ def start_from_environment() -> Session | None:
         status_file = os.environ.get("REWIND_STATUS_FILE") or None
         session.__enter__()
         _session = session
-        for name in SESSION_VARIABLES:
-            os.environ.pop(name, None)
+        os.environ[OWNER] = str(os.getpid())
     atexit.register(_finish, session, status_file)
     return session
 

@@ -36,7 +36,10 @@ for q in os.environ.get("QUESTIONS", "hi,there").split(","):
     print(attempt(lambda: model(q=q)["answer"]))
 if not os.environ.get("SKIP_LOOKUP"):
     print(attempt(lambda: lookup("k")["value"]))
-print("child sees", os.environ.get("REWIND_RECORD"), os.environ.get("REWIND_REPLAY"))
+if os.environ.get("SPAWN"):
+    import subprocess
+    code = "import rewind.bootstrap as b; print('subprocess session:', b.start_from_environment())"
+    subprocess.run([sys.executable, "-c", code])
 """
 
 RunPython = Callable[..., Any]
@@ -154,11 +157,11 @@ def _start_code(hook: str = "start_from_environment") -> str:
 
 def test_record_then_replay_in_fresh_processes(tmp_path: Path, run_python: RunPython) -> None:
     path, status = tmp_path / "run.rewind", tmp_path / "status.json"
-    env = {"REWIND_RECORD": str(path), "REWIND_STATUS_FILE": str(status), "REWIND_META": '{"sha": "abc"}'}
+    env = {"REWIND_RECORD": str(path), "REWIND_STATUS_FILE": str(status), "REWIND_META": '{"sha": "abc"}', "SPAWN": "1"}
     result = run_python(_start_code(), env=env)
     assert result.returncode == 0, result.stderr
-    # The session claimed the variables: a subprocess of the agent would not record over the file.
-    assert "child sees None None" in result.stdout
+    # The process owns the session: a Python subprocess of the agent does not record over the file.
+    assert "subprocess session: None" in result.stdout
     assert json.loads(status.read_text()) == {
         "mode": "record",
         "path": str(path),

@@ -33,7 +33,10 @@ def _chain() -> None:
 
 def _start() -> None:
     if not (os.environ.get("REWIND_RECORD") or os.environ.get("REWIND_REPLAY")):
-        return  # a subprocess of the program that claimed the session: leave it be
+        return
+    owner = os.environ.get("REWIND_SESSION_PID")
+    if owner and owner != str(os.getpid()):
+        return  # a subprocess of the program that owns the session: leave it be
     try:
         from rewind.bootstrap import autostart
     except Exception as exc:  # rewind is not importable by this interpreter

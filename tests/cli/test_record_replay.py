@@ -45,7 +45,7 @@ if os.environ.get("PARALLEL"):
     print(attempt(lambda: asyncio.run(main())))
 if os.environ.get("SPAWN"):
     # A Python subprocess of the program: it must not open a second session on the file.
-    subprocess.run([sys.executable, "-c", "import os; print('grandchild sees', os.environ.get('REWIND_RECORD'))"])
+    subprocess.run([sys.executable, "-c", "import rewind; print('grandchild session:', rewind.current_session())"])
 sys.exit(int(os.environ.get("EXIT", "0")))
 """
 
@@ -166,10 +166,11 @@ def test_redact_and_normalize_from_the_working_directory(run_cli: RunCli, tmp_pa
     assert missing.stderr.splitlines()[0].startswith("rewind: cannot start the session: REWIND_REDACT=nowhere:f")
 
 
-def test_only_the_first_python_process_holds_the_session(run_cli: RunCli, agent: Path) -> None:
+def test_only_the_first_python_process_holds_the_session(run_cli: RunCli, agent: Path, tmp_path: Path) -> None:
     result = _record(run_cli, agent, SPAWN="1")
     assert result.returncode == 0, result.stderr
-    assert "grandchild sees None" in result.stdout
+    assert "grandchild session: None" in result.stdout
+    assert len(rewind.Trace.load(tmp_path / "run.rewind").events) == 2
 
 
 def test_a_command_that_never_opens_a_session_is_an_error(run_cli: RunCli) -> None:
