@@ -209,6 +209,23 @@ def test_beta_parse_and_the_stream_helper_with_output_format(claude, stub: StubS
     assert replayed == live and all(isinstance(city, City) for city in replayed)
 
 
+@needs_parse
+async def test_async_parse_and_count_tokens_replay(aclaude, stub: StubServer, trace_path: Path) -> None:
+    async def agent() -> tuple[Any, int]:
+        parsed = await aclaude.messages.parse(
+            model=MODEL, max_tokens=256, messages=ask("name=Oslo"), output_format=City
+        )
+        counted = await aclaude.messages.count_tokens(model=MODEL, messages=ask("a b"))
+        return parsed.parsed_output, counted.input_tokens
+
+    async with rewind.record(trace_path):
+        live = await agent()
+    stub.stop()
+    async with rewind.replay(trace_path):
+        assert await agent() == live
+    assert isinstance(live[0], City)
+
+
 def test_count_tokens_replays(claude, stub: StubServer, trace_path: Path) -> None:
     if not hasattr(claude.messages, "count_tokens"):
         pytest.skip("this anthropic SDK has no messages.count_tokens")

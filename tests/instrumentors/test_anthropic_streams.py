@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import inspect
 import json
 from pathlib import Path
 from typing import Any
@@ -332,3 +333,41 @@ def test_summary_of_a_tool_stream_keeps_the_stop_reason(claude, trace_path: Path
     (event,) = events(trace_path)
     assert event.response["stop_reason"] == "tool_use"
     assert [b["type"] for b in event.response["content"]] == ["tool_use"]
+
+
+def test_with_raw_response_stream_replays(claude, stub: StubServer, trace_path: Path) -> None:
+    def agent() -> tuple[list[Any], str]:
+        raw = claude.messages.with_raw_response.create(model=MODEL, max_tokens=64, messages=ask("rs"), stream=True)
+        return _dicts(list(raw.parse())), raw.headers.get("content-type", "")
+
+    with rewind.record(trace_path):
+        live, live_type = agent()
+    assert live_type.startswith("text/event-stream")
+    stub.stop()
+    with rewind.replay(trace_path):
+        replayed, replayed_type = agent()
+    assert replayed == live and replayed_type.startswith("text/event-stream")
+
+
+async def test_async_raw_streams_replay(aclaude, stub: StubServer, trace_path: Path) -> None:
+    async def parsed(raw: Any) -> Any:
+        result = raw.parse()
+        return await result if inspect.isawaitable(result) else result
+
+    async def agent() -> tuple[list[Any], list[Any]]:
+        raw = await aclaude.messages.with_raw_response.create(
+            model=MODEL, max_tokens=64, messages=ask("raw"), stream=True
+        )
+        first = _dicts([item async for item in await parsed(raw)])
+        async with aclaude.messages.with_streaming_response.create(
+            model=MODEL, max_tokens=64, messages=ask("streaming"), stream=True
+        ) as response:
+            second = _dicts([item async for item in await response.parse()])
+        return first, second
+
+    async with rewind.record(trace_path):
+        live = await agent()
+    assert [part[-1]["type"] for part in live] == ["message_stop", "message_stop"]
+    stub.stop()
+    async with rewind.replay(trace_path):
+        assert await agent() == live
