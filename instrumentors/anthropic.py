@@ -18,13 +18,13 @@ to a message, usage with cache tokens, and the SDK's own OpenTelemetry call span
 
 The SDK's call span
 -------------------
-anthropic 2.x starts its own ``anthropic.messages.create`` span per API call and sends its
-trace context (``traceparent``) with the request. While rewind records a call, that span
-would be a second LLM span for the same step, nested in rewind's. By default rewind's span
-takes its place: the SDK gets a non-recording stand-in carrying rewind's span context, so
-exactly one LLM span exists per step (live or replayed) and ``traceparent`` names rewind's
-span. ``AnthropicInstrumentor().instrument(sdk_spans=True)`` (or
-``REWIND_ANTHROPIC_SDK_SPANS=1``) keeps the SDK's spans as children. Calls outside a
+Recent anthropic releases start their own ``anthropic.messages.create`` span per API
+call and send its trace context (``traceparent``) with the request. While rewind records
+a call, that span would be a second LLM span for the same step, nested in rewind's. By
+default rewind's span takes its place: the SDK gets a non-recording stand-in carrying
+rewind's span context, so exactly one LLM span exists per step (live or replayed) and
+``traceparent`` names rewind's span. ``AnthropicInstrumentor().instrument(sdk_spans=True)``
+(or ``REWIND_ANTHROPIC_SDK_SPANS=1``) keeps the SDK's spans as children. Calls outside a
 session are never touched. Headers are not part of a call's identity, so a per-run
 ``traceparent`` never changes a fingerprint.
 
