@@ -35,12 +35,18 @@ test: $(STAMP) $(EMBED)
 # passes proxies= to httpx, which httpx 0.28 removed.
 OPENAI_FLOOR   ?= 1.40.0
 COMPAT_OPENAI  := .venv-openai-floor
+ANTHROPIC_FLOOR  ?= 0.43.0
+COMPAT_ANTHROPIC := .venv-anthropic-floor
 
 test-compat:
 	@test -x $(COMPAT_OPENAI)/bin/python || $(PYTHON) -m venv $(COMPAT_OPENAI)
 	$(COMPAT_OPENAI)/bin/python -m pip install --quiet --upgrade pip
 	$(COMPAT_OPENAI)/bin/python -m pip install --quiet -e '.[dev]' 'openai==$(OPENAI_FLOOR)' 'httpx<0.28'
 	$(COMPAT_OPENAI)/bin/python -m pytest -q -p no:cacheprovider tests/instrumentors/test_openai_*.py
+	@test -x $(COMPAT_ANTHROPIC)/bin/python || $(PYTHON) -m venv $(COMPAT_ANTHROPIC)
+	$(COMPAT_ANTHROPIC)/bin/python -m pip install --quiet --upgrade pip
+	$(COMPAT_ANTHROPIC)/bin/python -m pip install --quiet -e '.[dev]' 'anthropic==$(ANTHROPIC_FLOOR)'
+	$(COMPAT_ANTHROPIC)/bin/python -m pytest -q -p no:cacheprovider tests/instrumentors/test_anthropic_*.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
@@ -49,4 +55,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) $(COMPAT_OPENAI) build dist *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(COMPAT_OPENAI) $(COMPAT_ANTHROPIC) build dist *.egg-info .pytest_cache .ruff_cache
