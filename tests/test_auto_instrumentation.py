@@ -235,3 +235,35 @@ def test_the_cli_wraps_an_instrumented_command(agent: Path, server: StubServer, 
     assert result.returncode == 0, result.stderr
     assert result.stderr == "rewind: recorded 1 step(s) to run.rewind\n"
     assert len(rewind.Trace.load(tmp_path / "run.rewind").events) == 1
+
+
+BOTH = """
+import os
+import anthropic, openai
+
+if "openai" in os.environ["CALLS"]:
+    chat = openai.OpenAI(max_retries=0).chat.completions
+    r = chat.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "o"}])
+    print("openai:", r.choices[0].message.content)
+if "anthropic" in os.environ["CALLS"]:
+    m = anthropic.Anthropic(max_retries=0).messages.create(
+        model="claude-stub", max_tokens=64, messages=[{"role": "user", "content": "a"}]
+    )
+    print("anthropic:", m.content[0].text)
+"""
+
+
+def test_each_provider_is_its_own_instrumentation(server: StubServer, tmp_path: Path) -> None:
+    agent, path = tmp_path / "both.py", tmp_path / "run.rewind"
+    agent.write_text(BOTH)
+    keys = {"ANTHROPIC_BASE_URL": server.anthropic_base_url, "ANTHROPIC_API_KEY": "sk-ant-test"}
+    disabled = {"OTEL_PYTHON_DISABLED_INSTRUMENTATIONS": "rewind_openai"}
+    live = instrument(agent, server, REWIND_RECORD=str(path), CALLS="openai,anthropic", **keys, **disabled)
+    assert live.returncode == 0, live.stderr
+    assert live.stdout == "openai: Echo: o\nanthropic: Echo: a\n"
+    # openai ran live and unrecorded; anthropic, instrumented by rewind_anthropic, was recorded.
+    assert [e.name for e in rewind.Trace.load(path).events] == ["anthropic.messages.create"]
+    server.stop()
+    replayed = instrument(agent, server, REWIND_REPLAY=str(path), CALLS="anthropic", **keys, **disabled)
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout == "anthropic: Echo: a\n"
