@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 def _phoenix_python() -> str | None:
     configured = os.environ.get("REWIND_PHOENIX_PYTHON")
     if configured:
-        return configured
+        return os.path.abspath(configured)  # the server runs in its own folder
     default = REPO / ".venv-phoenix" / "bin" / "python"
     return str(default) if default.exists() else None
 
