@@ -6,8 +6,9 @@ Phoenix server started here on loopback; the same run is recorded, then replayed
 Phoenix's REST API.
 
 Phoenix is heavy, so it lives in its own virtualenv (``make test-phoenix`` creates
-``.venv-phoenix``) and these tests are marked ``phoenix``: the default suite skips them.
-Point ``REWIND_PHOENIX_PYTHON`` at another interpreter that has ``arize-phoenix``.
+``.venv-phoenix``) and these tests are marked ``phoenix``: they run only when selected with
+``-m phoenix``. Point ``REWIND_PHOENIX_PYTHON`` at another interpreter that has
+``arize-phoenix``.
 """
 
 from __future__ import annotations
@@ -142,7 +143,10 @@ class Phoenix:
 
 
 @pytest.fixture(scope="module")
-def phoenix(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
+def phoenix(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Phoenix]:
+    # Only when asked for by name: a Phoenix install lying around must not slow the default suite.
+    if "phoenix" not in (request.config.getoption("markexpr", "") or ""):
+        pytest.skip("starts a Phoenix server: run with -m phoenix (make test-phoenix)")
     assert PHOENIX_PYTHON is not None
     server = Phoenix(PHOENIX_PYTHON, tmp_path_factory.mktemp("phoenix"))
     try:
