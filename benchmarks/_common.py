@@ -166,8 +166,9 @@ def describe(result: Result) -> str:
     return "  ".join(parts)
 
 
-def mb(n_bytes: float) -> float:
-    return n_bytes / 1e6
+def fmt_delta(value: float, unit: str) -> str:
+    """A signed difference, e.g. ``+1.9 MB`` or ``-20.5 KB``."""
+    return ("-" if value < 0 else "+") + fmt(abs(value), unit)
 
 
 def bare_spans(count: int) -> Callable[[], float]:

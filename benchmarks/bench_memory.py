@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             floor_name="import rewind + Trace.open",
             target=TARGET_BYTES,
             goal="max",
-            note=f"+{c.fmt(replay - floor, 'B')} over the floor",
+            note=f"{c.fmt_delta(replay - floor, 'B')} over the floor",
         )
     )
     report.add(
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             "B",
             floor=floor_v2,
             floor_name="import rewind + Trace.open",
-            note=f"+{c.fmt(replay_v2 - floor_v2, 'B')} over the floor",
+            note=f"{c.fmt_delta(replay_v2 - floor_v2, 'B')} over the floor",
         )
     )
     report.add(c.Result("memory", "peak RSS, Trace.load of the v1 trace (contrast)", eager, "B"))
