@@ -181,7 +181,9 @@ def test_fork_from_the_environment(agent: Path, server: StubServer, tmp_path: Pa
 
 def test_disabling_one_provider_leaves_its_calls_alone(agent: Path, server: StubServer, tmp_path: Path) -> None:
     path = tmp_path / "run.rewind"
-    result = instrument(agent, server, REWIND_RECORD=str(path), OTEL_PYTHON_DISABLED_INSTRUMENTATIONS="rewind_openai")
+    result = instrument(
+        agent, server, REWIND_RECORD=str(path), OTEL_PYTHON_DISABLED_INSTRUMENTATIONS="rewind_openai,rewind_anthropic"
+    )
     assert result.returncode == 0, result.stderr
     assert "ANSWER: Echo: hello" in result.stdout  # ran live, unrecorded
     assert rewind.Trace.load(path).events == []

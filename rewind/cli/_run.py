@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
@@ -121,7 +121,7 @@ def _read_status(path: str) -> dict[str, Any] | None:
     return status if isinstance(status, dict) else None
 
 
-def finish(ctx: click.Context, outcome: Outcome, *, summary: str, quiet: bool) -> None:
+def finish(ctx: click.Context, outcome: Outcome, *, summary: Callable[[dict[str, Any]], str], quiet: bool) -> None:
     """Exit the way the child did, unless the session failed or never opened."""
     status = outcome.status
     if status is None:
@@ -137,7 +137,7 @@ def finish(ctx: click.Context, outcome: Outcome, *, summary: str, quiet: bool) -
         _say(error if error.startswith("rewind:") else f"rewind: {error}")
         ctx.exit(outcome.returncode or EXIT_SESSION_FAILED)
     if not quiet:
-        _say(summary.format(**status))
+        _say(summary(status))
     ctx.exit(outcome.returncode)
 
 

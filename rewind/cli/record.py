@@ -61,7 +61,8 @@ def command(
 
     CMD is an unmodified Python program: the openai and anthropic SDKs are
     instrumented in it, and functions decorated with @rewind.llm/tool/memory are
-    recorded too. Replay the run offline with `rewind replay TRACE -- CMD`.
+    recorded too. TRACE is overwritten. Replay the run offline with
+    `rewind replay TRACE -- CMD`.
 
     \b
     Exit status: CMD's own; 2 bad usage or input; 1 when CMD succeeded but
@@ -81,4 +82,9 @@ def command(
     if normalize:
         session["REWIND_NORMALIZE"] = normalize
     outcome = run_child(argv, session)
-    finish(ctx, outcome, summary=f"rewind: recorded {{recorded}} step(s) to {trace_path}", quiet=quiet)
+    finish(
+        ctx,
+        outcome,
+        summary=lambda status: f"rewind: recorded {status.get('recorded', 0)} step(s) to {trace_path}",
+        quiet=quiet,
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import click
 
@@ -107,10 +108,12 @@ def command(
         session["REWIND_REDACT"] = redact
     if normalize:
         session["REWIND_NORMALIZE"] = normalize
-    if fork_at is None:
-        summary = f"rewind: replayed {{served}} of {steps} recorded step(s) from {trace_path} offline"
-    else:
-        summary = f"rewind: forked {trace_path} at step {fork_at}: {{served}} step(s) replayed, {{recorded}} live"
-        if save_as is not None:
-            summary += f", saved to {save_as}"
+
+    def summary(status: dict[str, Any]) -> str:
+        if fork_at is None:
+            return f"rewind: replayed {status.get('served', 0)} of {steps} recorded step(s) from {trace_path} offline"
+        text = f"rewind: forked {trace_path} at step {fork_at}: {status.get('served', 0)} step(s) replayed, "
+        text += f"{status.get('recorded', 0)} live"
+        return text + (f", saved to {save_as}" if save_as is not None else "")
+
     finish(ctx, run_child(argv, session), summary=summary, quiet=quiet)

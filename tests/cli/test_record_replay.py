@@ -257,3 +257,9 @@ def test_help_lists_both_commands(run_cli: RunCli) -> None:
     assert "--fork-at STEP" in run_cli("replay", "--help").stdout
     status_help = json.dumps(run_cli("record", "--help").stdout)
     assert "Exit status" in status_help
+
+
+def test_any_file_name_works(run_cli: RunCli, agent: Path, tmp_path: Path) -> None:
+    result = run_cli("record", "run {1}.rewind", "--", sys.executable, agent)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "rewind: recorded 2 step(s) to run {1}.rewind\n"
