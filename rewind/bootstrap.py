@@ -11,9 +11,10 @@ replay`` CLI's child bootstrap calls it through ``autostart``. Calling it again 
 harmless.
 
 The first process that opens the session owns it (``REWIND_SESSION_PID``): Python
-subprocesses it starts run without a session instead of writing a second one over the
-same file, while a program it ``exec``s (``opentelemetry-instrument`` does, and so do
-other launchers) keeps the process id and so the session.
+subprocesses it starts run without that session instead of writing a second one over the
+same file (one given another trace path opens its own), while a program it ``exec``s
+(``opentelemetry-instrument`` does, and so do other launchers) keeps the process id and
+so the session.
 
 Variables:
 
@@ -72,14 +73,22 @@ SESSION_VARIABLES = (
     "REWIND_SESSION_PID",
 )
 
-#: The process id that owns the environment's session.
+#: ``<process id>:<trace path>`` of the process that owns the environment's session.
 OWNER = "REWIND_SESSION_PID"
 
 
-def owned_elsewhere() -> bool:
-    """True in a subprocess of the program that owns the environment's session."""
-    owner = os.environ.get(OWNER)
-    return bool(owner) and owner != str(os.getpid())
+def _target(env: Mapping[str, str]) -> str:
+    return env.get("REWIND_RECORD") or env.get("REWIND_REPLAY") or ""
+
+
+def owned_elsewhere(environ: Mapping[str, str] | None = None) -> bool:
+    """True in a subprocess of the program that owns this same session.
+
+    A subprocess given a session of its own (another trace path) is not held back.
+    """
+    env = os.environ if environ is None else environ
+    pid, _, target = (env.get(OWNER) or "").partition(":")
+    return bool(pid) and pid != str(os.getpid()) and target == _target(env)
 
 
 class EnvironmentConfigError(RewindError):
@@ -214,7 +223,7 @@ def start_from_environment() -> Session | None:
         status_file = os.environ.get("REWIND_STATUS_FILE") or None
         session.__enter__()
         _session = session
-        os.environ[OWNER] = str(os.getpid())
+        os.environ[OWNER] = f"{os.getpid()}:{_target(os.environ)}"
     atexit.register(_finish, session, status_file)
     return session
 

@@ -38,8 +38,10 @@ if not os.environ.get("SKIP_LOOKUP"):
     print(attempt(lambda: lookup("k")["value"]))
 if os.environ.get("SPAWN"):
     import subprocess
-    code = "import rewind.bootstrap as b; print('subprocess session:', b.start_from_environment())"
+    code = "import rewind.bootstrap as b; s = b.start_from_environment(); print('subprocess session:', s and s.path)"
     subprocess.run([sys.executable, "-c", code])
+    own = {**os.environ, "REWIND_RECORD": os.environ["SPAWN"], "REWIND_STATUS_FILE": ""}
+    subprocess.run([sys.executable, "-c", code], env=own)
 """
 
 RunPython = Callable[..., Any]
@@ -156,12 +158,19 @@ def _start_code(hook: str = "start_from_environment") -> str:
 
 
 def test_record_then_replay_in_fresh_processes(tmp_path: Path, run_python: RunPython) -> None:
-    path, status = tmp_path / "run.rewind", tmp_path / "status.json"
-    env = {"REWIND_RECORD": str(path), "REWIND_STATUS_FILE": str(status), "REWIND_META": '{"sha": "abc"}', "SPAWN": "1"}
+    path, status, own = tmp_path / "run.rewind", tmp_path / "status.json", tmp_path / "own.rewind"
+    env = {
+        "REWIND_RECORD": str(path),
+        "REWIND_STATUS_FILE": str(status),
+        "REWIND_META": '{"sha": "abc"}',
+        "SPAWN": str(own),
+    }
     result = run_python(_start_code(), env=env)
     assert result.returncode == 0, result.stderr
     # The process owns the session: a Python subprocess of the agent does not record over the file.
     assert "subprocess session: None" in result.stdout
+    # One given a session of its own (another trace) is not held back.
+    assert f"subprocess session: {own}" in result.stdout
     assert json.loads(status.read_text()) == {
         "mode": "record",
         "path": str(path),

@@ -32,11 +32,12 @@ def _chain() -> None:
 
 
 def _start() -> None:
-    if not (os.environ.get("REWIND_RECORD") or os.environ.get("REWIND_REPLAY")):
+    target = os.environ.get("REWIND_RECORD") or os.environ.get("REWIND_REPLAY")
+    if not target:
         return
-    owner = os.environ.get("REWIND_SESSION_PID")
-    if owner and owner != str(os.getpid()):
-        return  # a subprocess of the program that owns the session: leave it be
+    pid, _, owned = (os.environ.get("REWIND_SESSION_PID") or "").partition(":")
+    if pid and pid != str(os.getpid()) and owned == target:
+        return  # a subprocess of the program that owns this session (rewind.bootstrap.owned_elsewhere)
     try:
         from rewind.bootstrap import autostart
     except Exception as exc:  # rewind is not importable by this interpreter
