@@ -275,9 +275,14 @@ def _finish(session: Session, status_file: str | None = None) -> None:
     status["recorded"] = len(session.new_events)
     status["error"] = failure
     if status_file:
-        with open(status_file, "w", encoding="utf-8") as fh:
-            json.dump(status, fh)
-    elif failure:
+        try:
+            with open(status_file, "w", encoding="utf-8") as fh:
+                json.dump(status, fh)
+            return
+        except OSError as exc:
+            sys.stderr.write(f"rewind: cannot write the status file {status_file} ({exc.strerror or exc})\n")
+    # A divergence that ended the program was printed with its traceback already.
+    if failure and not (divergences and getattr(sys, "last_value", None) is divergences[0]):
         sys.stderr.write(failure if failure.startswith("rewind:") else f"rewind: {failure}")
         sys.stderr.write("\n")
 

@@ -235,3 +235,16 @@ def test_starting_twice_is_harmless(tmp_path: Path, run_python: RunPython) -> No
     )
     result = run_python(code, env={"REWIND_RECORD": str(tmp_path / "r.rewind")})
     assert result.returncode == 0, result.stderr
+
+
+def test_a_divergence_that_ended_the_program_is_reported_once(tmp_path: Path, run_python: RunPython) -> None:
+    path = tmp_path / "run.rewind"
+    code = "import os, rewind.bootstrap as b; b.start_from_environment()\nimport rewind\n"
+    code += "rewind.tool(lambda x: x, name='t')(int(os.environ['X']))\n"
+    assert run_python(code, env={"REWIND_RECORD": str(path), "X": "1"}).returncode == 0
+    result = run_python(code, env={"REWIND_REPLAY": str(path), "X": "2"})
+    assert result.returncode == 1
+    assert result.stderr.count("rewind: replay diverged at step 0") == 1  # in the traceback only
+    status = tmp_path / "status.json"
+    run_python(code, env={"REWIND_REPLAY": str(path), "X": "2", "REWIND_STATUS_FILE": str(status)})
+    assert json.loads(status.read_text())["divergence"]["step"] == 0
