@@ -78,7 +78,9 @@ def output_attributes(kind: str, response: Any) -> dict[str, str]:
                     message = _message(choice["message"]) or {"role": "assistant", "parts": []}
                     message["finish_reason"] = choice.get("finish_reason") or ""
                     messages.append(message)
-        elif response.get("type") == "message" and "content" in response:  # Anthropic
+        elif response.get("type") == "message" or (
+            response.get("role") == "assistant" and isinstance(response.get("content"), list)
+        ):  # Anthropic
             message = _message(response) or {"role": "assistant", "parts": []}
             message["finish_reason"] = response.get("stop_reason") or ""
             messages.append(message)

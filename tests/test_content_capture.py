@@ -263,3 +263,32 @@ def test_on_for_live_and_replayed_calls_and_redacted(
         assert json.loads(tool["gen_ai.tool.call.arguments"]) == {"query": "flights", "api_key": "***"}
         assert json.loads(tool["gen_ai.tool.call.result"]) == {"hits": ["flights"]}
     assert llm_replayed["rewind.replayed"] is True and tool_replayed["rewind.replayed_step"] == 1
+
+
+def test_real_sdk_streams_carry_the_accumulated_answer(
+    spans: InMemorySpanExporter, trace_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    anthropic = pytest.importorskip("anthropic")
+    openai = pytest.importorskip("openai")
+    from rewind.integrations import patched
+    from rewind.stub_server import StubServer
+
+    monkeypatch.setenv(ENV, "SPAN_ONLY")
+    with StubServer() as server, patched("openai", "anthropic"):
+        claude = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="sk-ant-x", max_retries=0)
+        gpt = openai.OpenAI(base_url=server.openai_base_url, api_key="sk-x", max_retries=0)
+        with rewind.record(trace_path):
+            with claude.messages.stream(
+                model="claude-stub", max_tokens=64, system="terse", messages=[{"role": "user", "content": "hi"}]
+            ) as stream:
+                assert stream.get_final_text() == "Echo: hi"
+            gpt.responses.create(model="gpt-4o-mini", instructions="be kind", input="yo")
+    claude_span, gpt_span = (dict(s.attributes or {}) for s in spans.get_finished_spans())
+    assert json.loads(claude_span["gen_ai.system_instructions"]) == [{"type": "text", "content": "terse"}]
+    assert json.loads(claude_span["gen_ai.output.messages"]) == [
+        {"role": "assistant", "parts": [{"type": "text", "content": "Echo: hi"}], "finish_reason": "end_turn"}
+    ]
+    assert json.loads(gpt_span["gen_ai.input.messages"]) == [
+        {"role": "user", "parts": [{"type": "text", "content": "yo"}]}
+    ]
+    assert json.loads(gpt_span["gen_ai.output.messages"])[0]["parts"] == [{"type": "text", "content": "Echo: yo"}]
