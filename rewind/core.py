@@ -44,6 +44,8 @@ from .trace import Event
 if TYPE_CHECKING:
     from .session import Session
 
+_NO_RESPONSE: Any = object()
+
 OPERATIONS = {"llm": "chat", "tool": "execute_tool", "memory": "retrieval"}
 
 
@@ -67,6 +69,7 @@ class Call:
         "ts",
         "_t0",
         "_ended",
+        "_capture",
     )
 
     def __init__(self, session: Session, kind: str, name: str, request: Any) -> None:
@@ -93,6 +96,7 @@ class Call:
         self.ts = time.time()
         self._t0 = time.perf_counter()
         self._ended = False
+        self._capture = False
 
     # -- start ----------------------------------------------------------------
     def _start_span(self, span_name: str | None, attributes: Mapping[str, Any] | None) -> None:
@@ -113,6 +117,11 @@ class Call:
             span_name = f"{attrs['gen_ai.operation.name']} {target}"
             if isinstance(model, str) and self.kind == "llm":
                 attrs.setdefault("gen_ai.request.model", model)
+        self._capture = content_capture.capturing()
+        if self._capture:
+            # Content for other backends is opt-in, and redacted like the file.
+            operation = attrs["gen_ai.operation.name"]
+            attrs.update(content_capture.input_attributes(self.kind, operation, self.stored_request))
         token = STARTING.set(self)
         self.span_pending = True
         try:
@@ -124,17 +133,26 @@ class Call:
             # The span was not sampled (or OpenTelemetry is disabled), so no processor
             # saw it start: decide here, the same way.
             self.session.decide(self)
-        if self.seq is not None and self.span.is_recording():
-            # One set_attributes call: each call takes the span's lock and re-checks limits.
-            facts: dict[str, Any] = {"rewind.seq": self.seq}
-            if self.served is not None:
-                facts["rewind.replayed"] = True
-                facts["rewind.replayed_step"] = self.served.seq
-            self.span.set_attributes(facts)
-        if content_capture.capturing() and self.span.is_recording():
-            # Content for other backends is opt-in, and redacted like the file.
-            operation = attrs["gen_ai.operation.name"]
-            self.span.set_attributes(content_capture.input_attributes(self.kind, operation, self.stored_request))
+
+    def _end_attributes(self, response: Any = _NO_RESPONSE, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Everything learned after the span started, for ONE set_attributes call.
+
+        Each call takes the span's lock and re-cleans every value, so batching is what
+        keeps the span's cost per step small.
+        """
+        attrs: dict[str, Any] = {}
+        if self.seq is not None:
+            attrs["rewind.seq"] = self.seq
+        if self.served is not None:
+            attrs["rewind.replayed"] = True
+            attrs["rewind.replayed_step"] = self.served.seq
+        if response is not _NO_RESPONSE:
+            attrs.update(usage_attributes(response))
+            if self._capture:
+                attrs.update(content_capture.output_attributes(self.kind, response))
+        if extra:
+            attrs.update(extra)
+        return attrs
 
     # -- replay -----------------------------------------------------------------
     @property
@@ -183,12 +201,8 @@ class Call:
             return
         self._ended = True
         if self.span.is_recording():
-            if self.served is not None:
-                self.span.set_attributes(usage_attributes(self.served.response))
-                if content_capture.capturing():
-                    self.span.set_attributes(content_capture.output_attributes(self.kind, self.served.response))
-            if attributes:
-                self.span.set_attributes(attributes)
+            response = self.served.response if self.served is not None else _NO_RESPONSE
+            self.span.set_attributes(self._end_attributes(response, attributes))
         self.span.end()
 
     # -- live -------------------------------------------------------------------
@@ -210,11 +224,7 @@ class Call:
             data = self.session.redact(data)
         event = self._event(response=data, extra=extra)
         if self.span.is_recording():
-            self.span.set_attributes(usage_attributes(data))
-            if attributes:
-                self.span.set_attributes(attributes)
-            if content_capture.capturing():
-                self.span.set_attributes(content_capture.output_attributes(self.kind, data))
+            self.span.set_attributes(self._end_attributes(data, attributes))
         self._commit(event)
         return event
 
@@ -235,7 +245,7 @@ class Call:
         if self.span.is_recording():
             self.span.record_exception(exc)
             self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:256]))
-            self.span.set_attribute("error.type", type(exc).__qualname__)
+            self.span.set_attributes(self._end_attributes(extra={"error.type": type(exc).__qualname__}))
         event = self._event(error=record, extra=extra)
         self._commit(event)
         return event
@@ -287,7 +297,7 @@ class Call:
         if self.span.is_recording():
             self.span.record_exception(exc)
             self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:256]))
-            self.span.set_attribute("error.type", type(exc).__qualname__)
+            self.span.set_attributes(self._end_attributes(extra={"error.type": type(exc).__qualname__}))
         self.span.end()
 
     def abandon(self, exc: BaseException | None = None) -> None:
