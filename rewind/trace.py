@@ -27,6 +27,7 @@ import re
 import threading
 import time
 import weakref
+import zlib
 from collections.abc import Iterator, Mapping
 from json.decoder import JSONDecodeError, scanstring
 from pathlib import Path
@@ -571,7 +572,7 @@ def _read(path: str, *, lazy: bool) -> Trace:
         try:
             with gzip.open(path, "rb") as fh:
                 data = fh.read()
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             raise TraceFormatError(f"corrupt gzip archive ({exc})", path=path) from None
         return _parse_lines(path, data.splitlines(keepends=True), source=None)
     if not lazy:

@@ -125,3 +125,15 @@ def test_event_from_dict_and_repr() -> None:
     assert not event.ok and event.error == {"type": "builtins.ValueError", "message": "x"}
     assert Event.from_dict(event.to_dict()).to_dict() == event.to_dict()
     assert "error" in repr(event)
+
+
+def test_a_damaged_gzip_archive_is_a_trace_format_error(trace_path: Path, tmp_path: Path) -> None:
+    record_three(trace_path)
+    archive = tmp_path / "run.rewind.gz"
+    Trace.load(trace_path).dump(archive)
+    data = bytearray(archive.read_bytes())
+    data[30:60] = bytes(30)  # the header survives, the deflate stream does not
+    archive.write_bytes(bytes(data))
+    for opener in (Trace.load, Trace.open):
+        with pytest.raises(TraceFormatError, match="corrupt gzip archive"):
+            opener(archive)

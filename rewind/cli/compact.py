@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 
 import click
 
+from ..archive import compact
 from ..trace import Trace
 from ._common import CliError, get_output, open_trace
-
-BLOBS_SUFFIX = ".blobs"
 
 
 def _size(path: str) -> str:
@@ -35,19 +33,6 @@ def _same_file(a: str, b: str) -> bool:
         return os.path.abspath(a) == os.path.abspath(b)
 
 
-def write_archive(trace: Trace, destination: str) -> None:
-    """Gzip ``trace`` to ``destination`` atomically, whatever the destination's name ends in."""
-    directory, name = os.path.split(os.path.abspath(destination))
-    # Trace.dump compresses by file name, so write a .gz-named sibling and move it into place.
-    temporary = os.path.join(directory, f".{name}.compact-{os.getpid()}.gz")
-    try:
-        trace.dump(temporary)
-        os.replace(temporary, destination)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-
-
 @click.command("compact")
 @click.argument("trace_path", metavar="TRACE")
 @click.option("-o", "--output", "output_path", metavar="PATH", help="Where to write the archive [default: TRACE.gz].")
@@ -67,15 +52,14 @@ def command(ctx: click.Context, trace_path: str, output_path: str | None, force:
         raise CliError(f"{destination}: the archive would overwrite its own source; pass a different -o PATH")
     if os.path.exists(destination) and not force:
         raise CliError(f"{destination}: already exists; pass --force to overwrite it or -o another PATH")
-    trace = open_trace(trace_path, eager=True)
+    trace = open_trace(trace_path, eager=True)  # validates every line before archiving
     try:
-        write_archive(trace, destination)
+        # The archive holds the trace's exact bytes, so a v2 trace keeps its blob
+        # references; archive.compact carries the blob folder along when needed.
+        compact(trace_path, destination)
     except OSError as exc:
         reason = exc.strerror or exc
         raise CliError(f"{destination}: cannot write the archive ({reason}); check the directory") from None
-    blobs = trace_path + BLOBS_SUFFIX
-    if os.path.isdir(blobs) and not _same_file(blobs, destination + BLOBS_SUFFIX):
-        shutil.copytree(blobs, destination + BLOBS_SUFFIX, dirs_exist_ok=True)
     check = Trace.load(destination)
     if len(check.events) != len(trace.events):  # pragma: no cover - a defect in the writer
         raise CliError(f"{destination}: the archive reads back {len(check.events)} of {len(trace.events)} steps")

@@ -63,15 +63,25 @@ def test_torn_trace_keeps_its_complete_steps(run_cli, tmp_path: Path) -> None:
     assert len(rewind.Trace.load(f"{path}.gz")) == 4
 
 
-def test_blob_directory_travels_with_the_archive(run_cli, tmp_path: Path) -> None:
-    path = record_trip(tmp_path / "trip.rewind")
-    blobs = Path(f"{path}.blobs")
-    blobs.mkdir()
-    (blobs / "ab12").write_bytes(b"payload")
-    out = tmp_path / "out" / "trip.rewind.gz"
+def test_blobs_travel_with_the_archive_and_replay(run_cli, tmp_path: Path) -> None:
+    image = b"\x89PNG" + bytes(range(256)) * 400
+
+    @rewind.tool(name="look")
+    def look(turn: int) -> dict[str, object]:
+        return {"turn": turn, "image": image}
+
+    path = tmp_path / "vision.rewind"
+    with rewind.record(path, externalize=4096):
+        for turn in range(3):
+            look(turn)
+    out = tmp_path / "out" / "vision.rewind.gz"
     out.parent.mkdir()
-    assert run_cli("compact", path, "-o", out).returncode == 0
-    assert (Path(f"{out}.blobs") / "ab12").read_bytes() == b"payload"
+    result = run_cli("compact", path, "-o", out)
+    assert result.returncode == 0, result.stderr
+    assert len(list(Path(f"{out}.blobs").iterdir())) == 1  # one image, stored once
+    assert b"__rewind_blob__" in gzip.decompress(out.read_bytes())  # references kept, not inlined
+    with rewind.replay(out, require_full_consumption=True):
+        assert [look(turn)["image"] for turn in range(3)] == [image] * 3
 
 
 def test_bad_input(run_cli, tmp_path: Path, input_error) -> None:
