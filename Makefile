@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 EMBED  := $(VENV)/.embeddings
 
-.PHONY: install embeddings demo test test-compat lint bench clean
+.PHONY: install embeddings demo test test-compat phoenix test-phoenix lint bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,7 +29,23 @@ demo: $(STAMP)
 
 test: $(STAMP) $(EMBED)
 	$(PY) -m ruff check .
-	$(PY) -m pytest -n 2 -q
+	$(PY) -m pytest -n 2 -q -m "not phoenix"
+
+# Dual export against a real Arize Phoenix on loopback. Phoenix is large, so it lives in
+# a venv of its own and the test starts it as a separate process.
+PHOENIX_VENV  := .venv-phoenix
+PHOENIX_STAMP := $(PHOENIX_VENV)/.installed
+
+$(PHOENIX_STAMP):
+	@test -x $(PHOENIX_VENV)/bin/python || $(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(PHOENIX_VENV)/bin/python -m pip install --quiet 'arize-phoenix>=20.26'
+	@touch $@
+
+phoenix: $(PHOENIX_STAMP)
+
+test-phoenix: $(STAMP) $(PHOENIX_STAMP)
+	REWIND_PHOENIX_PYTHON=$(PHOENIX_VENV)/bin/python $(PY) -m pytest -q -m phoenix tests/test_phoenix.py
 
 # The oldest SDK releases we support, each in a venv of its own. openai before 1.55.3
 # passes proxies= to httpx, which httpx 0.28 removed.
@@ -55,4 +71,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) $(COMPAT_OPENAI) $(COMPAT_ANTHROPIC) build dist *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(COMPAT_OPENAI) $(COMPAT_ANTHROPIC) $(PHOENIX_VENV) build dist *.egg-info .pytest_cache .ruff_cache

@@ -1,4 +1,4 @@
-"""The ``rewind`` command line: ``show``, ``stats``, ``diff``, ``compact``.
+"""The ``rewind`` command line: ``show``, ``stats``, ``diff``, ``compact``, ``record``, ``replay``.
 
 Each command lives in its own module of this package and exposes a ``click`` command
 named ``command``. Adding one is a single line in ``COMMANDS``; modules load only when
@@ -81,11 +81,19 @@ class RewindGroup(click.Group):
 @click.option("--no-pager", is_flag=True, help="Print long output directly instead of through $PAGER.")
 @click.pass_context
 def cli(ctx: click.Context, color: str, no_pager: bool) -> None:
-    """Inspect, account for and compare recorded agent runs (rewind trace files).
+    """Record, replay, inspect and compare agent runs (rewind trace files).
 
     \b
-    Exit status: 0 success (diff: the runs are the same), 1 diff found a divergence,
-    2 bad usage or unreadable input, 3 an internal error.
+    rewind record run.rewind -- python agent.py     record an unmodified agent
+    rewind replay run.rewind -- python agent.py     replay it offline
+    rewind show run.rewind -v                       every step, with previews
+    rewind diff a.rewind b.rewind                   where two runs diverged
+
+    \b
+    Exit status: 0 success (diff: the runs are the same), 1 diff found a divergence
+    (record/replay: the run diverged or left steps unserved), 2 bad usage or
+    unreadable input, 3 an internal error; record/replay otherwise exit with the
+    program's own status.
     """
     ctx.obj = Output.resolve(color, pager=not no_pager)
 
