@@ -52,11 +52,34 @@ def canonical_json(value: Any) -> str:
 
 def fingerprint(jsonable: Any) -> str:
     """sha256 over the canonical JSON of already-converted data."""
-    return hashlib.sha256(canonical_json(jsonable).encode("utf-8", "surrogatepass")).hexdigest()
+    return text_fingerprint(canonical_json(jsonable))
 
 
 def _no_default(value: Any) -> Any:
     raise TypeError(f"not JSON data: {type(value).__name__}; call to_jsonable first")
+
+
+_CANONICAL_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_no_default)
+
+
+def canonical_text(value: Any) -> str | None:
+    """The canonical JSON of ``value`` in one C-speed pass, or ``None`` when ``value``
+    is not plain JSON data (sets, bytes, models, objects …: use ``to_jsonable`` first).
+
+    For plain data this is the same text as ``canonical_json(to_jsonable(value))``,
+    except for two spellings this pass keeps as they are: integer dict keys sort as
+    numbers, and a dict that looks like one of rewind's markers is not escaped. Both
+    are deterministic for a given value, which is all identity needs.
+    """
+    try:
+        return _CANONICAL_ENCODER.encode(value)
+    except (TypeError, ValueError, RecursionError):
+        return None
+
+
+def text_fingerprint(text: str) -> str:
+    """sha256 of canonical JSON text (``fingerprint`` for text already encoded)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def to_jsonable(value: Any) -> Any:

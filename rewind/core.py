@@ -35,7 +35,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from . import content_capture
 from ._channel import PARCELS, Parcel
-from .canonical import fingerprint, to_jsonable
+from .canonical import canonical_json, canonical_text, fingerprint, text_fingerprint, to_jsonable
 from .errors import DivergenceError, TraceFormatError
 from .replayed_error import decode_error, encode_error
 from .telemetry import STARTING, TRACERS, usage_attributes
@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from .session import Session
 
 _NO_RESPONSE: Any = object()
+_UNSET: Any = object()
 
 OPERATIONS = {"llm": "chat", "tool": "execute_tool", "memory": "retrieval"}
 
@@ -56,10 +57,12 @@ class Call:
         "session",
         "kind",
         "name",
-        "request",
-        "identity",
+        "_request",
+        "_identity",
+        "_raw",
+        "request_text",
         "fingerprint",
-        "stored_request",
+        "_stored_request",
         "seq",
         "served",
         "divergence",
@@ -76,17 +79,29 @@ class Call:
         self.session = session
         self.kind = kind
         self.name = name
-        self.request = to_jsonable(request)
-        normalize = session.normalize
-        if normalize is not None:
-            # The stored request keeps its real values; only the identity is normalized.
-            self.identity = normalize(json.loads(json.dumps(self.request)))
+        self._raw = request
+        self._request: Any = _UNSET
+        self._identity: Any = _UNSET
+        self._stored_request: Any = _UNSET
+        #: Canonical JSON of the request, when it is plain JSON data (the common case):
+        #: the fingerprint and the trace line both reuse it, and the request as JSON data
+        #: is only built if someone asks (a diff, a fuzzy matcher, redaction).
+        self.request_text: str | None = None
+        if session.normalize is None:
+            text = canonical_text(request)
+            if text is None:
+                # Not plain JSON data: convert now, before the agent can mutate it.
+                self._request = to_jsonable(request)
+                self._raw = None
+                text = canonical_json(self._request)
+            self.request_text = text
+            self.fingerprint = text_fingerprint(text)
         else:
-            self.identity = self.request
-        self.fingerprint = fingerprint(self.identity)
-        self.stored_request = self.request
+            self._request = to_jsonable(request)
+            self._raw = None
+            self.fingerprint = fingerprint(self.identity)
         if session.redact is not None:
-            self.stored_request = session.redact(json.loads(json.dumps(self.request)))
+            self.stored_request = session.redact(self._fresh_request())
         self.seq: int | None = None
         self.served: Event | None = None
         self.divergence: DivergenceError | None = None
@@ -97,6 +112,44 @@ class Call:
         self._t0 = time.perf_counter()
         self._ended = False
         self._capture = False
+
+    # -- the request, as JSON data ---------------------------------------------------
+    @property
+    def request(self) -> Any:
+        """The request as JSON data (before normalization)."""
+        if self._request is _UNSET:
+            if self.request_text is not None:
+                self._request = json.loads(self.request_text)
+            else:
+                self._request = to_jsonable(self._raw)
+            self._raw = None  # the JSON form is all rewind keeps of the agent's objects
+        return self._request
+
+    @property
+    def identity(self) -> Any:
+        """What the fingerprint covers: the request after ``normalize=``."""
+        if self._identity is _UNSET:
+            normalize = self.session.normalize
+            # The stored request keeps its real values; only the identity is normalized.
+            self._identity = normalize(self._fresh_request()) if normalize is not None else self.request
+        return self._identity
+
+    @property
+    def stored_request(self) -> Any:
+        """The request as written to the trace (after ``redact=``)."""
+        if self._stored_request is _UNSET:
+            self._stored_request = self.request
+        return self._stored_request
+
+    @stored_request.setter
+    def stored_request(self, value: Any) -> None:
+        self._stored_request = value
+
+    def _fresh_request(self) -> Any:
+        """A private copy of the request data, for a user function to mutate."""
+        if self.request_text is not None:
+            return json.loads(self.request_text)
+        return json.loads(json.dumps(self.request))
 
     # -- start ----------------------------------------------------------------
     def _start_span(self, span_name: str | None, attributes: Mapping[str, Any] | None) -> None:
@@ -112,7 +165,8 @@ class Call:
         if attributes:
             attrs.update(attributes)
         if span_name is None:
-            model = self.request.get("model") if isinstance(self.request, dict) else None
+            raw = self._raw if self._request is _UNSET else self._request
+            model = raw.get("model") if isinstance(raw, dict) else None
             target = model if isinstance(model, str) and self.kind == "llm" else self.name
             span_name = f"{attrs['gen_ai.operation.name']} {target}"
             if isinstance(model, str) and self.kind == "llm":
@@ -254,18 +308,21 @@ class Call:
         self, *, response: Any = None, error: Mapping[str, Any] | None = None, extra: Mapping[str, Any] | None = None
     ) -> Event:
         assert self.seq is not None
+        # Unredacted plain requests go to the line as the canonical text already made.
+        text = self.request_text if self._stored_request is _UNSET else None
         return Event(
             self.seq,
             self.kind,
             self.name,
             self.fingerprint,
-            self.stored_request,
+            None if text is not None else self.stored_request,
             response,
             error,
             duration_ms=round((time.perf_counter() - self._t0) * 1000.0, 3),
             ts=self.ts,
             live=True,
             extra=extra,
+            request_text=text,
         )
 
     def _commit(self, event: Event) -> None:

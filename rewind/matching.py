@@ -24,7 +24,6 @@ import os
 import sys
 import warnings
 from collections import deque
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .canonical import canonical_json
@@ -35,17 +34,59 @@ if TYPE_CHECKING:
     from .similarity import Similarity
 
 
-@dataclass(frozen=True)
 class IncomingCall:
-    """What the agent is asking for, as the matcher sees it."""
+    """What the agent is asking for, as the matcher sees it.
 
-    kind: str
-    name: str
-    fingerprint: str
-    #: The request as JSON data, before normalization (what a diff should show).
-    request: Any
-    #: The request after ``normalize=`` (what the fingerprint covers).
-    identity: Any
+    ``request`` is the request as JSON data before normalization (what a diff should
+    show); ``identity`` the request after ``normalize=`` (what the fingerprint covers).
+    Built from a live call, both are materialized only when a matcher or an error
+    message reads them: strict and parallel matching decide on the fingerprint alone.
+    """
+
+    __slots__ = ("_identity", "_request", "_source", "fingerprint", "kind", "name")
+
+    def __init__(self, kind: str, name: str, fingerprint: str, request: Any = None, identity: Any = None) -> None:
+        self.kind = kind
+        self.name = name
+        self.fingerprint = fingerprint
+        self._request = request
+        self._identity = identity
+        self._source: Any = None
+
+    @classmethod
+    def of(cls, call: Any) -> IncomingCall:
+        """An incoming call whose request is read from ``call`` on first use."""
+        incoming = cls(call.kind, call.name, call.fingerprint)
+        incoming._source = call
+        return incoming
+
+    @property
+    def request(self) -> Any:
+        if self._source is not None:
+            return self._source.request
+        return self._request
+
+    @property
+    def identity(self) -> Any:
+        if self._source is not None:
+            return self._source.identity
+        return self._identity
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, IncomingCall):
+            return NotImplemented
+        return (self.kind, self.name, self.fingerprint, self.request, self.identity) == (
+            other.kind,
+            other.name,
+            other.fingerprint,
+            other.request,
+            other.identity,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"IncomingCall(kind={self.kind!r}, name={self.name!r}, fingerprint={self.fingerprint[:12]!r}…)"
 
 
 @runtime_checkable

@@ -70,7 +70,7 @@ class ReplaySpanProcessor(SpanProcessor):
         """Decide what answers ``call``: sets ``call.served``, ``call.divergence`` or a live seq."""
         from .errors import DivergenceError
 
-        incoming = IncomingCall(call.kind, call.name, call.fingerprint, call.request, call.identity)
+        incoming = IncomingCall.of(call)
         with self._lock:
             if call.decided:
                 return

@@ -135,6 +135,7 @@ class Event:
         "_offset",
         "_length",
         "_keep",
+        "_request_text",
     )
 
     def __init__(
@@ -151,7 +152,10 @@ class Event:
         ts: float = 0.0,
         live: bool = True,
         extra: Mapping[str, Any] | None = None,
+        request_text: str | None = None,
     ) -> None:
+        """``request_text``, when given, is the request's canonical JSON: it stands in
+        for ``request`` (parsed only if read) and goes into the trace line as it is."""
         self.seq = seq
         self.kind = kind
         self.name = name
@@ -163,7 +167,9 @@ class Event:
         body: dict[str, Any] = {"error": dict(error)} if error is not None else {"response": response}
         if extra:
             body.update(extra)
-        body["request"] = request
+        self._request_text = request_text
+        if request_text is None:
+            body["request"] = request
         self._body: dict[str, Any] | None = body
         self._head: dict[str, Any] | None = None
         # Where a lazily loaded body lives (the source is None for bodies in memory).
@@ -178,6 +184,9 @@ class Event:
     def body(self) -> dict[str, Any]:
         """Everything but the skeleton: request, response or error, and extras."""
         if self._body is not None:
+            if self._request_text is not None:
+                self._body["request"] = json.loads(self._request_text)
+                self._request_text = None
             return self._body
         assert self._source is not None
         body = _read_body(self._source, self._offset, self._length)
@@ -191,7 +200,7 @@ class Event:
     def _head_body(self) -> dict[str, Any]:
         """The body without the request (all of it, when it is in memory anyway)."""
         if self._body is not None:
-            return self._body
+            return self._body  # the request may still be text: readers of the head skip it
         if self._head is not None:
             return self._head
         assert self._source is not None
@@ -239,6 +248,7 @@ class Event:
         clone._head = None
         clone._source, clone._offset, clone._length = self._source, self._offset, self._length
         clone._keep = True
+        clone._request_text = None
         return clone
 
     # -- (de)serialization ----------------------------------------------------
@@ -264,7 +274,28 @@ class Event:
         return head
 
     def to_line(self) -> bytes:
-        return _dumps_line(self.to_dict())
+        text = self._request_text
+        if text is None or self._body is None:
+            return _dumps_line(self.to_dict())
+        # The request is already canonical JSON text: encode the rest and splice it in,
+        # instead of parsing it back only to encode it again.
+        head = self._head_dict()
+        for key, value in self._body.items():
+            head[key] = value
+        prefix = _dumps_line(head)
+        return prefix[:-1] + b',"request":' + text.encode("utf-8", "surrogatepass") + b"}"
+
+    def _head_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "kind": self.kind,
+            "name": self.name,
+            "fingerprint": self.fingerprint,
+            "ts": self.ts,
+            "duration_ms": self.duration_ms,
+            "ok": self.ok,
+            "live": self.live,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Event:
@@ -715,8 +746,10 @@ class TraceWriter:
         self._write_all(_dumps_line(self.header) + b"\n")
 
     def write(self, event: Event) -> None:
-        data = _event_fields(event.to_dict(), self.blobs, self.externalize)
-        line = _dumps_line(data) + b"\n"
+        if self.blobs is None:
+            line = event.to_line() + b"\n"
+        else:
+            line = _dumps_line(_event_fields(event.to_dict(), self.blobs, self.externalize)) + b"\n"
         with self._lock:
             if self._fh.closed:
                 raise ValueError(f"trace writer for {self.path} is closed")

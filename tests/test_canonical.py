@@ -136,3 +136,12 @@ def test_fingerprints_are_identical_across_processes_with_different_hash_seeds(r
 def test_fingerprint_differs_when_content_differs() -> None:
     assert fingerprint({"a": 1}) != fingerprint({"a": 2})
     assert fingerprint({"a": 1, "b": 2}) == fingerprint({"b": 2, "a": 1})
+
+
+def test_the_one_pass_canonical_text_matches_the_converted_form_for_plain_data() -> None:
+    from rewind.canonical import canonical_text
+
+    value = {"model": "m", "messages": [{"role": "user", "content": "héllo"}], "n": 1.5, "t": (1, 2), "x": None}
+    assert canonical_text(value) == canonical_json(to_jsonable(value))
+    assert canonical_text({"s": {1, 2}}) is None  # not plain JSON: the caller converts first
+    assert canonical_text({"b": b"raw"}) is None

@@ -121,3 +121,28 @@ def test_replayed_error_is_catchable_as_the_original_class(trace_path: Path) -> 
     assert isinstance(info.value, rewind.ReplayedError)
     assert info.value.step == 0 and info.value.original_type == "builtins.KeyError"
     assert live_calls == []
+
+
+def test_requests_are_stored_in_canonical_form_as_they_were_at_call_time(trace_path: Path) -> None:
+    @rewind.llm(name="chat")
+    def chat(model: str, messages: list[dict[str, Any]]) -> str:
+        messages.append({"role": "assistant", "content": "appended during the call"})
+        return "ok"
+
+    @rewind.tool(name="tags")
+    def tags(values: set[str]) -> list[str]:
+        values.add("added during the call")
+        return sorted(values)
+
+    history = [{"role": "user", "content": "hi"}]
+    with rewind.record(trace_path):
+        chat("m", history)
+        tags({"b", "a"})
+    lines = trace_path.read_text().splitlines()
+    assert lines[1].endswith('"request":{"messages":[{"content":"hi","role":"user"}],"model":"m"}}')
+    trace = Trace.load(trace_path)
+    assert trace[0].request == {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    assert trace[1].request == {"values": ["a", "b"]}
+    with rewind.replay(trace_path):  # the identity is the call-time request, not the mutated one
+        assert chat("m", [{"role": "user", "content": "hi"}]) == "ok"
+        assert tags({"a", "b"}) == ["a", "added during the call", "b"]
