@@ -73,6 +73,7 @@ class Call:
         "_t0",
         "_ended",
         "_capture",
+        "_observed",
     )
 
     def __init__(self, session: Session, kind: str, name: str, request: Any) -> None:
@@ -108,10 +109,11 @@ class Call:
         self.decided = False
         self.span: trace_api.Span = trace_api.INVALID_SPAN
         self.span_pending = False
-        self.ts = time.time()
+        self.ts = round(time.time(), 3)  # milliseconds: ordering is by seq, ts is for people
         self._t0 = time.perf_counter()
         self._ended = False
         self._capture = False
+        self._observed = True
 
     # -- the request, as JSON data ---------------------------------------------------
     @property
@@ -153,6 +155,13 @@ class Call:
 
     # -- start ----------------------------------------------------------------
     def _start_span(self, span_name: str | None, attributes: Mapping[str, Any] | None) -> None:
+        self._observed = TRACERS.observed()
+        if not self._observed and self.session.writer is None:
+            # A replay with nothing listening: no exporter, no application provider.
+            # Its span could reach no one, so it is not built; the decision below is
+            # the same one the ReplaySpanProcessor makes when a span starts.
+            self.session.decide(self)
+            return
         attrs: dict[str, Any] = {
             "gen_ai.operation.name": OPERATIONS.get(self.kind, self.kind),
             "rewind.kind": self.kind,
@@ -176,6 +185,10 @@ class Call:
             # Content for other backends is opt-in, and redacted like the file.
             operation = attrs["gen_ai.operation.name"]
             attrs.update(content_capture.input_attributes(self.kind, operation, self.stored_request))
+        if not self._observed:
+            # Only rewind's exporter sees this span, and it reads the event, not the
+            # attributes: skip the cost of attributes no one can read.
+            attrs = {}
         token = STARTING.set(self)
         self.span_pending = True
         try:
@@ -187,6 +200,11 @@ class Call:
             # The span was not sampled (or OpenTelemetry is disabled), so no processor
             # saw it start: decide here, the same way.
             self.session.decide(self)
+
+    @property
+    def _annotating(self) -> bool:
+        """Whether attributes and exception details on the span can reach anyone."""
+        return self._observed and self.span.is_recording()
 
     def _end_attributes(self, response: Any = _NO_RESPONSE, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Everything learned after the span started, for ONE set_attributes call.
@@ -254,7 +272,7 @@ class Call:
         if self._ended:
             return
         self._ended = True
-        if self.span.is_recording():
+        if self._annotating:
             response = self.served.response if self.served is not None else _NO_RESPONSE
             self.span.set_attributes(self._end_attributes(response, attributes))
         self.span.end()
@@ -277,7 +295,7 @@ class Call:
         if self.session.redact is not None:
             data = self.session.redact(data)
         event = self._event(response=data, extra=extra)
-        if self.span.is_recording():
+        if self._annotating:
             self.span.set_attributes(self._end_attributes(data, attributes))
         self._commit(event)
         return event
@@ -296,7 +314,7 @@ class Call:
         record = dict(error) if error is not None else encode_error(exc)
         if self.session.redact is not None:
             record = self.session.redact(record)
-        if self.span.is_recording():
+        if self._annotating:
             self.span.record_exception(exc)
             self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:256]))
             self.span.set_attributes(self._end_attributes(extra={"error.type": type(exc).__qualname__}))
@@ -351,7 +369,7 @@ class Call:
         if self._ended:
             return
         self._ended = True
-        if self.span.is_recording():
+        if self._annotating:
             self.span.record_exception(exc)
             self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:256]))
             self.span.set_attributes(self._end_attributes(extra={"error.type": type(exc).__qualname__}))

@@ -55,13 +55,31 @@ class SessionRouter(SpanProcessor):
         return True
 
 
+class _PrivateProvider(TracerProvider):
+    """rewind's own provider, used when the application configured none.
+
+    It remembers whether anything besides rewind's router listens to it: a replayed
+    span nobody can observe is pure cost, so replay skips building it.
+    """
+
+    def __init__(self) -> None:
+        # ALWAYS_ON: when rewind owns the pipeline, no step may be sampled away.
+        super().__init__(sampler=ALWAYS_ON, shutdown_on_exit=False)
+        self.observed = False
+
+    def add_span_processor(self, span_processor: SpanProcessor) -> None:
+        if not isinstance(span_processor, SessionRouter):
+            self.observed = True
+        super().add_span_processor(span_processor)
+
+
 class _TracerSource:
     """Resolves the tracer to use for each call; cheap when nothing changed."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._routed: weakref.WeakSet[TracerProvider] = weakref.WeakSet()
-        self._private: TracerProvider | None = None
+        self._private: _PrivateProvider | None = None
         self._last_provider: Any = None
         self._last_tracer: trace_api.Tracer | None = None
 
@@ -82,9 +100,16 @@ class _TracerSource:
 
     def private_provider(self) -> TracerProvider:
         if self._private is None:
-            # ALWAYS_ON: when rewind owns the pipeline, no step may be sampled away.
-            self._private = TracerProvider(sampler=ALWAYS_ON, shutdown_on_exit=False)
+            self._private = _PrivateProvider()
         return self._private
+
+    def observed(self) -> bool:
+        """Whether a span made now could reach anyone but rewind itself: an application
+        provider (its exporters, its sampler's decisions) or a processor someone added
+        to rewind's private one."""
+        if isinstance(trace_api.get_tracer_provider(), TracerProvider):
+            return True
+        return self._private is not None and self._private.observed
 
     def uses_private_provider(self) -> bool:
         return not isinstance(trace_api.get_tracer_provider(), TracerProvider)

@@ -130,3 +130,40 @@ def test_a_span_nobody_exports_still_leaves_its_event_in_the_file(
     assert out["same"] and out["cursor"] == 2
     assert out["spans"] == []
     assert_full_payloads(trace_path)
+
+
+UNOBSERVED = r"""
+import json, os
+import rewind
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from rewind.telemetry import TRACERS
+
+@rewind.tool
+def search(query):
+    return {"hits": [query]}
+
+path = os.environ["TRACE"]
+with rewind.record(path):
+    search("a")
+before = TRACERS.observed()
+with rewind.replay(path) as quiet:
+    quiet_result = search("a")
+memory = InMemorySpanExporter()
+TRACERS.private_provider().add_span_processor(SimpleSpanProcessor(memory))
+with rewind.replay(path) as watched:
+    watched_result = search("a")
+print(json.dumps({"before": before, "after": TRACERS.observed(), "same": quiet_result == watched_result,
+                  "cursors": [quiet.cursor, watched.cursor],
+                  "spans": [dict(s.attributes) for s in memory.get_finished_spans()]}))
+"""
+
+
+def test_a_replay_nobody_observes_builds_no_spans_until_someone_listens(run_python, trace_path: Path) -> None:
+    result = run_python(UNOBSERVED, env={"TRACE": str(trace_path)})
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["before"] is False and out["after"] is True
+    assert out["same"] and out["cursors"] == [1, 1]
+    (span,) = out["spans"]
+    assert span["rewind.replayed"] is True and span["rewind.replayed_step"] == 0
