@@ -145,3 +145,50 @@ def test_the_one_pass_canonical_text_matches_the_converted_form_for_plain_data()
     assert canonical_text(value) == canonical_json(to_jsonable(value))
     assert canonical_text({"s": {1, 2}}) is None  # not plain JSON: the caller converts first
     assert canonical_text({"b": b"raw"}) is None
+
+
+RECORD_OR_REPLAY = """
+import dataclasses, os, sys, warnings
+import pydantic
+import rewind
+warnings.simplefilter("ignore", rewind.LossySerializationWarning)
+
+@dataclasses.dataclass
+class Query:
+    tags: set
+    when: tuple
+
+class Filters(pydantic.BaseModel):
+    allowed: list[str]
+
+class Handle:
+    pass
+
+@rewind.tool
+def lookup(query, filters, handle, raw, frozen):
+    if os.environ["MODE"] == "replay":
+        raise AssertionError("replay ran the live function")
+    return {"hits": sorted(query.tags)}
+
+session = rewind.record if os.environ["MODE"] == "record" else rewind.replay
+with session(os.environ["TRACE"]) as s:
+    for i in range(3):
+        result = lookup(
+            Query(tags={"alpha", "beta", "gamma", "delta", str(i)}, when=(2026, i)),
+            Filters(allowed=["x", "y"]),
+            Handle(),
+            b"\\x00bytes" + bytes([i]),
+            frozenset({"p", "q", "r", str(i)}),
+        )
+print(s.cursor if os.environ["MODE"] == "replay" else len(s.trace))
+"""
+
+
+def test_a_trace_recorded_under_one_hash_seed_replays_under_another(run_python, trace_path) -> None:
+    recorded = run_python(RECORD_OR_REPLAY, env={"MODE": "record", "TRACE": str(trace_path), "PYTHONHASHSEED": "1"})
+    assert recorded.returncode == 0, recorded.stderr
+    for seed in ("2", "987"):
+        env = {"MODE": "replay", "TRACE": str(trace_path), "PYTHONHASHSEED": seed}
+        replayed = run_python(RECORD_OR_REPLAY, env=env)
+        assert replayed.returncode == 0, replayed.stderr
+        assert replayed.stdout.strip() == "3"
