@@ -474,9 +474,24 @@ def _outcome_value(event: Event) -> Any:
     return event.response
 
 
+def _around(value: Any, other: Any, width: int = 60) -> str:
+    """``value`` cut to ``width``, starting near where it stops agreeing with ``other``:
+    two long strings that share their first 60 characters must not look identical."""
+    if isinstance(value, str) and isinstance(other, str) and len(value) > width:
+        shared = 0
+        for mine, theirs in zip(value, other):
+            if mine != theirs:
+                break
+            shared += 1
+        if shared > width // 2:
+            start = shared - 12
+            return "…" + compact(value[start:], width - 1)
+    return compact(value, width)
+
+
 def _path_lines(a: Any, b: Any, root: str, limit: int = 3) -> list[str]:
     changes = list(_changed_paths(a, b, root, limit + 1))
-    lines = [f"{path}: {compact(x, 60)} → {compact(y, 60)}" for path, x, y in changes[:limit]]
+    lines = [f"{path}: {_around(x, y)} → {_around(y, x)}" for path, x, y in changes[:limit]]
     if len(changes) > limit:
         lines.append("… more differences (use -v for the full diff)")
     if not lines:

@@ -229,3 +229,13 @@ def test_provider_ids_are_masked_but_a_tool_id_is_data(tmp_path: Path) -> None:
     diff = diff_traces(run(tmp_path / "a.rewind", "1"), run(tmp_path / "b.rewind", "2"))
     assert [(e.op, e.name) for e in diff.entries] == [(EQUAL, "chat"), (CHANGED, "lookup")]
     assert "response.id: order-1 → order-2" in render_text(diff)
+
+
+def test_long_strings_that_share_a_prefix_are_shown_around_their_difference() -> None:
+    from rewind.diff import _path_lines
+
+    common = "preferences: window seat, no red-eyes | " * 3
+    before_run, after_run = {"content": common + "Visit Porto first."}, {"content": common + "Visit Lisbon first."}
+    (line,) = _path_lines(before_run, after_run, "request")
+    before, after = line.split(" → ")
+    assert "Porto" in before and "Lisbon" in after
