@@ -164,7 +164,9 @@ class Session:
 
     def _open(self) -> None:
         if self.mode == "record":
-            self.writer = TraceWriter(self.path, new_header(self._meta), externalize=self._externalize)
+            self.writer = TraceWriter(
+                self.path, new_header(self._meta), externalize=self._externalize, release_bodies=True
+            )
             self.trace = Trace(header=self.writer.header, path=self.path)
         else:
             source = Trace.open(self.path)
@@ -190,7 +192,7 @@ class Session:
                 # served prefix would inline every big payload again.
                 inherited = source.header.get("externalize") if source.version >= BLOBS_FORMAT_VERSION else None
                 threshold = self._externalize or inherited
-                self.writer = TraceWriter(self._save_as, header, externalize=threshold)
+                self.writer = TraceWriter(self._save_as, header, externalize=threshold, release_bodies=True)
         if self.writer is not None:
             self._export = SimpleSpanProcessor(RewindSpanExporter(self.writer))
 

@@ -727,9 +727,20 @@ class TraceWriter:
     With ``externalize`` (a byte threshold) the file is format v2 and payload leaves
     of that size or more are written once to ``<path>.blobs/`` (before the line that
     references them, so a crash never leaves a dangling reference).
+
+    With ``release_bodies`` a written event lets go of its body and reads it back from
+    the file when touched, like an event from ``Trace.open``: a long recording then
+    holds a small skeleton per step in memory, not every payload it ever saw.
     """
 
-    def __init__(self, path: PathLike, header: Mapping[str, Any], *, externalize: int | None = None) -> None:
+    def __init__(
+        self,
+        path: PathLike,
+        header: Mapping[str, Any],
+        *,
+        externalize: int | None = None,
+        release_bodies: bool = False,
+    ) -> None:
         self.path = os.fspath(path)
         self.externalize = check_threshold(externalize)
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -743,7 +754,11 @@ class TraceWriter:
         # Unbuffered: every line goes to the OS in one write, which is the per-event
         # flush crash safety needs, without copying it through a buffer first.
         self._fh = open(self.path, "wb", buffering=0)  # noqa: SIM115 - lives as long as the session
-        self._write_all(_dumps_line(self.header) + b"\n")
+        first = _dumps_line(self.header) + b"\n"
+        self._write_all(first)
+        self._end = len(first)
+        self._release = release_bodies
+        self._reader: _LineSource | None = None
 
     def write(self, event: Event) -> None:
         if self.blobs is None:
@@ -754,6 +769,21 @@ class TraceWriter:
             if self._fh.closed:
                 raise ValueError(f"trace writer for {self.path} is closed")
             self._write_all(line)
+            offset = self._end
+            self._end += len(line)
+            if self._release:
+                self._release_body(event, offset, len(line) - 1)
+
+    def _release_body(self, event: Event, offset: int, length: int) -> None:
+        if self._reader is None:
+            self._reader = _LineSource(self.path)
+            self._reader.blobs = self.blobs
+        # The lazy location is in place before the body goes, so a concurrent reader
+        # sees one or the other, never neither.
+        event._source, event._offset, event._length, event._keep = self._reader, offset, length, False
+        event._head = None
+        event._request_text = None
+        event._body = None
 
     def _write_all(self, data: bytes) -> None:
         view = memoryview(data)
@@ -771,3 +801,4 @@ class TraceWriter:
         with self._lock:
             if not self._fh.closed:
                 self._fh.close()
+        # Released events keep reading through their own reader; it closes with them.

@@ -155,3 +155,27 @@ def test_no_events_are_written_when_nothing_is_called(trace_path: Path) -> None:
         with rewind.replay(trace_path):
             pass
     assert len(Trace.load(trace_path)) == 0
+
+
+def test_a_recording_keeps_skeletons_in_memory_not_every_payload(trace_path: Path) -> None:
+    import tracemalloc
+
+    def megabyte(turn: int) -> str:
+        return f"{turn:04d}" + "x" * 999_996  # a fresh string each turn, as a real screenshot would be
+
+    @rewind.tool(name="screenshot")
+    def screenshot(turn: int) -> dict[str, Any]:
+        return {"turn": turn, "png": megabyte(turn)}
+
+    tracemalloc.start()
+    try:
+        with rewind.record(trace_path) as session:
+            for turn in range(40):
+                screenshot(turn)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 15_000_000, f"recording 40 MB of payloads peaked at {peak / 1e6:.1f} MB"
+    # The bodies are still there, read back from the file on access.
+    assert len(session.trace) == 40 and session.new_events[7].response == {"turn": 7, "png": megabyte(7)}
+    assert session.trace[39].request == {"turn": 39}
