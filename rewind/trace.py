@@ -253,16 +253,7 @@ class Event:
 
     # -- (de)serialization ----------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
-        head: dict[str, Any] = {
-            "seq": self.seq,
-            "kind": self.kind,
-            "name": self.name,
-            "fingerprint": self.fingerprint,
-            "ts": self.ts,
-            "duration_ms": self.duration_ms,
-            "ok": self.ok,
-            "live": self.live,
-        }
+        head = self._head_dict()
         body = self.body
         for key in ("response", "error"):
             if key in body:

@@ -4,9 +4,12 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from rewind.stub_server import StubServer
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -36,3 +39,10 @@ def _run_python(
 def run_python():
     """``run_python(code, env=..., cwd=...)``: run code in a fresh interpreter."""
     return _run_python
+
+
+@pytest.fixture
+def stub() -> Iterator[StubServer]:
+    """The project's loopback model server (OpenAI and Anthropic wire formats), stopped after the test."""
+    with StubServer() as server:
+        yield server

@@ -22,15 +22,6 @@ QUESTION = [{"role": "user", "content": "Name a quiet museum in Paris."}]
 
 
 @pytest.fixture
-def stub() -> Iterator[StubServer]:
-    server = StubServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
 def patched() -> Iterator[None]:
     from rewind.integrations import patch_anthropic, patch_openai
 

@@ -15,15 +15,6 @@ from rewind.stub_server import StubServer
 
 
 @pytest.fixture
-def stub() -> Iterator[StubServer]:
-    server = StubServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
 def patched_openai() -> Iterator[None]:
     from rewind.integrations import patch_openai
 

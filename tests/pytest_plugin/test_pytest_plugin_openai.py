@@ -4,7 +4,6 @@ replayed by plain pytest with the server stopped."""
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
 
 import pytest
 
@@ -94,15 +93,6 @@ async def test_async_streaming(rewind_session):
     pieces = [chunk.choices[0].delta.content or "" async for chunk in stream if chunk.choices]
     assert "".join(pieces).startswith("Echo: Say hello")
 """
-
-
-@pytest.fixture
-def stub() -> Iterator[StubServer]:
-    server = StubServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
