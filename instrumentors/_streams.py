@@ -146,7 +146,7 @@ def _finish_quietly(engine: Engine, **kwargs: Any) -> None:
 # --------------------------------------------------------------------------- .response
 
 
-class ClosingResponse(wrapt.ObjectProxy):  # type: ignore[misc]
+class ClosingResponse(wrapt.ObjectProxy):
     """The stream's HTTP response; closing it (as the SDK helpers do) ends the stream."""
 
     def __init__(self, wrapped: Any, engine: Engine) -> None:
@@ -165,7 +165,7 @@ class ClosingResponse(wrapt.ObjectProxy):  # type: ignore[misc]
 # --------------------------------------------------------------------------- streams
 
 
-class SyncStream(wrapt.ObjectProxy):  # type: ignore[misc]
+class SyncStream(wrapt.ObjectProxy):
     """A ``Stream`` that records (live) or serves (replay) what the agent iterates."""
 
     def __init__(self, wrapped: Any, engine: Engine) -> None:
@@ -221,7 +221,7 @@ class SyncStream(wrapt.ObjectProxy):  # type: ignore[misc]
                 pass
 
 
-class AsyncStream(wrapt.ObjectProxy):  # type: ignore[misc]
+class AsyncStream(wrapt.ObjectProxy):
     """An ``AsyncStream`` that records (live) or serves (replay) what the agent iterates."""
 
     def __init__(self, wrapped: Any, engine: Engine) -> None:
@@ -282,7 +282,7 @@ def stream_proxy(wrapped: Any, engine: Engine, *, is_async: bool) -> Any:
 # --------------------------------------------------------------------------- raw wrappers (live)
 
 
-class _RawBase(wrapt.ObjectProxy):  # type: ignore[misc]
+class _RawBase(wrapt.ObjectProxy):
     """A live ``with_raw_response`` / ``with_streaming_response`` wrapper being recorded."""
 
     def __init__(self, wrapped: Any, engine: RecordEngine, *, streaming: bool, is_async: bool) -> None:

@@ -76,7 +76,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import wrapt
 
@@ -108,6 +108,34 @@ def warn_once(key: str, message: str, category: type[Warning], *, stacklevel: in
             return
         _WARNED.add(key)
     warnings.warn(message, category, stacklevel=stacklevel)
+
+
+class _EndpointFields(TypedDict):
+    operation: str
+    path: str
+    result: str
+
+
+class EndpointFields(_EndpointFields, total=False):
+    """The ``Surface`` fields that describe one HTTP endpoint, shared by the rows that call it."""
+
+    chunk: str | None
+    sse_named: bool
+    sse_done: bool
+
+
+class BindingFields(TypedDict, total=False):
+    """The ``Surface`` fields that say how a row is hooked, shared across endpoints."""
+
+    is_async: bool
+    required: bool
+    provider: Provider
+
+
+class ParseBindingFields(BindingFields, total=False):
+    """``BindingFields`` for the structured-output (``parse``) rows."""
+
+    parsed: bool
 
 
 @dataclass(frozen=True)

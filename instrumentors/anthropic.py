@@ -49,7 +49,17 @@ from rewind.errors import PatchGapWarning, RewindWarning
 
 from ._stainless import dump_model, resolve
 from ._streams import AsyncStream, SyncStream
-from ._surface import Patcher, Provider, Surface, async_wrapper, intercepting, sync_wrapper, warn_once
+from ._surface import (
+    BindingFields,
+    EndpointFields,
+    Patcher,
+    Provider,
+    Surface,
+    async_wrapper,
+    intercepting,
+    sync_wrapper,
+    warn_once,
+)
 
 _MESSAGES = "anthropic.resources.messages"
 _BETA_MESSAGES = "anthropic.resources.beta.messages"
@@ -71,7 +81,7 @@ class AnthropicProvider(Provider):
         for beta, module, types in namespaces:
             prefix = "Beta" if beta else ""
             name = "anthropic.beta.messages" if beta else "anthropic.messages"
-            message = {
+            message: EndpointFields = {
                 "operation": "chat",
                 "path": _PATH,
                 "result": f"{types}:{prefix}Message",
@@ -81,8 +91,8 @@ class AnthropicProvider(Provider):
             for is_async in (False, True):
                 owner = f"{module}:{'Async' if is_async else ''}Messages"
                 # The beta namespace is younger than the SDK floor's stable one: skipped where absent.
-                common: dict[str, Any] = {"is_async": is_async, "provider": self, "required": not beta}
-                optional: dict[str, Any] = {**common, "required": False}
+                common: BindingFields = {"is_async": is_async, "provider": self, "required": not beta}
+                optional: BindingFields = {**common, "required": False}
                 rows += [
                     Surface(owner, "create", f"{name}.create", **common, **message),
                     # The helper sends what create(stream=True) sends: one identity for both.
@@ -456,7 +466,7 @@ PROVIDER = AnthropicProvider()
 MINIMUM_SDK = "0.43"
 
 
-class AnthropicInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+class AnthropicInstrumentor(BaseInstrumentor):
     """Records and replays calls made through the ``anthropic`` SDK (``rewind_anthropic`` entry point).
 
     ``instrument(sdk_spans=True)`` keeps the SDK's own call spans (nested in rewind's) while

@@ -26,7 +26,7 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from rewind.errors import PatchGapWarning, RewindWarning
 
 from ._stainless import resolve
-from ._surface import Patcher, Provider, Surface, warn_once
+from ._surface import BindingFields, EndpointFields, ParseBindingFields, Patcher, Provider, Surface, warn_once
 
 _CHAT = "openai.resources.chat.completions"
 _BETA_CHAT = "openai.resources.beta.chat.completions"
@@ -49,22 +49,22 @@ class OpenAIProvider(Provider):
     def surfaces(self) -> Sequence[Surface]:
         rows: list[Surface] = []
         for is_async, prefix in ((False, ""), (True, "Async")):
-            chat = {
+            chat: EndpointFields = {
                 "operation": "chat",
                 "path": "/chat/completions",
                 "result": _CHAT_RESULT,
                 "chunk": _CHAT_CHUNK,
                 "sse_done": True,
             }
-            responses = {
+            responses: EndpointFields = {
                 "operation": "chat",
                 "path": "/responses",
                 "result": _RESPONSE_RESULT,
                 "chunk": _RESPONSE_EVENT,
                 "sse_named": True,
             }
-            common: dict[str, Any] = {"is_async": is_async, "provider": self}
-            optional_parse: dict[str, Any] = {"parsed": True, "required": False, **common}
+            common: BindingFields = {"is_async": is_async, "provider": self}
+            optional_parse: ParseBindingFields = {"parsed": True, "required": False, **common}
             beta_parse = parse = optional_parse
             completions, responses_cls = f"{prefix}Completions", f"{prefix}Responses"
             rows += [
@@ -301,7 +301,7 @@ def _responses_snapshot(chunks: list[Any]) -> dict[str, Any] | None:
 PROVIDER = OpenAIProvider()
 
 
-class OpenAIInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+class OpenAIInstrumentor(BaseInstrumentor):
     """Records and replays calls made through the ``openai`` SDK (``rewind_openai`` entry point)."""
 
     def instrumentation_dependencies(self) -> Collection[str]:
