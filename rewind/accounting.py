@@ -263,7 +263,7 @@ def price_for(model: str, prices: Mapping[str, ModelPrice] | None = None) -> Mod
     names = [name]
     if "/" in name:  # "openai/gpt-4o", "models/gemini-2.5-pro"
         names.append(name.rsplit("/", 1)[1])
-    tables = [_lower_keys(prices)] if prices else []
+    tables: list[Mapping[str, ModelPrice]] = [_lower_keys(prices)] if prices else []
     tables.append(DEFAULT_PRICES)
     best: tuple[int, int, ModelPrice] | None = None
     for candidate in names:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import gzip
 import os
 import shutil
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from . import blobs as _blobs
 from .errors import TraceFormatError
@@ -63,7 +63,7 @@ def _open_source(path: str) -> BinaryIO:
     return open(path, "rb")
 
 
-def _read_header(path: str) -> dict[str, object]:
+def _read_header(path: str) -> dict[str, Any]:
     try:
         with _open_source(path) as fh:
             first = fh.readline()
@@ -80,7 +80,7 @@ def _read_header(path: str) -> dict[str, object]:
     return _check_header(first, path)
 
 
-def _carry_blobs(src: str, dst: str, header: dict[str, object]) -> None:
+def _carry_blobs(src: str, dst: str, header: dict[str, Any]) -> None:
     """Make sure the archive resolves the blobs its source resolved."""
     source_dir = _blobs.resolve_dir(src, header)
     if not os.path.isdir(source_dir):

@@ -28,7 +28,7 @@ import shutil
 import stat
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from .canonical import BLOB, BYTES_HEX, LITERAL
 from .errors import TraceFormatError
@@ -46,7 +46,7 @@ def blob_dir_for(trace_path: str) -> str:
     return os.fspath(trace_path) + SUFFIX
 
 
-def valid_dir_name(name: Any) -> bool:
+def valid_dir_name(name: Any) -> TypeGuard[str]:
     """A header may only name a sibling folder: no separators, no ``..``."""
     if not isinstance(name, str) or not name.endswith(SUFFIX) or name in (".", ".."):
         return False

@@ -204,7 +204,7 @@ def _callable(env: Mapping[str, str], name: str) -> Callable[[Any], Any] | None:
             sys.path.remove(cwd)
     if not callable(target):
         raise EnvironmentConfigError(f"{name}={spec} is a {type(target).__name__}, not a function")
-    return target  # type: ignore[no-any-return]
+    return target
 
 
 def start_from_environment() -> Session | None:

@@ -52,9 +52,9 @@ class _RequestBinder:
 
     def __call__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         if self._fast is not None:
-            request = self._bind_fast(args, kwargs)
-            if request is not None:
-                return request
+            fast = self._bind_fast(args, kwargs)
+            if fast is not None:
+                return fast
         if self._signature is None:
             return {"args": list(args), "kwargs": kwargs}
         try:

@@ -435,6 +435,7 @@ class FuzzyMatcher:
         ahead = [i for i in open_steps if i > self._top]
         first_open = (ahead or open_steps or [-1])[0]
 
+        note: str | None
         if best >= 0:
             note = (
                 f"fuzzy: the closest unserved {call.kind} {call.name!r} call within the window "
@@ -518,7 +519,7 @@ def resolve_matcher(match: str | Matcher) -> Matcher:
         except KeyError:
             names = ", ".join(repr(n) for n in sorted(_BUILTIN))
             raise ValueError(f"unknown match strategy {match!r}; use one of {names} or a Matcher instance") from None
-        return factory()  # type: ignore[no-any-return]
+        return factory()
     if isinstance(match, type):
         raise TypeError(f"match= takes a Matcher instance, not the class {match.__name__}; write {match.__name__}()")
     if not hasattr(match, "match") or not hasattr(match, "positional") or not hasattr(match, "start"):

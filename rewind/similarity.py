@@ -377,7 +377,7 @@ def _load_encoder(model_name: str) -> Encoder:
 
     def encode(texts: list[str]) -> Sequence[Sequence[float]]:
         with lock:  # one forward pass at a time: the model is not re-entrant
-            return model.encode(texts, normalize_embeddings=True, show_progress_bar=False).tolist()  # type: ignore[no-any-return]
+            return model.encode(texts, normalize_embeddings=True, show_progress_bar=False).tolist()
 
     return encode
 

@@ -479,7 +479,8 @@ def _example(schema: Any, root: Mapping[str, Any], name: str, text: str, depth: 
         kind = "object" if "properties" in schema else "array" if "items" in schema else "string"
 
     if kind == "object":
-        props = schema.get("properties") if isinstance(schema.get("properties"), Mapping) else {}
+        properties = schema.get("properties")
+        props: Mapping[str, Any] = properties if isinstance(properties, Mapping) else {}
         required = schema.get("required")
         keys = [k for k in required if isinstance(k, str)] if isinstance(required, list) else list(props)
         return {key: _example(props.get(key, {}), root, key, text, depth + 1) for key in keys}

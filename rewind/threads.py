@@ -32,7 +32,8 @@ def patch_thread_pool() -> Callable[[], None]:
     with _lock:
         if _refcount == 0:
             _original_submit = ThreadPoolExecutor.submit
-            ThreadPoolExecutor.submit = _context_submit  # type: ignore[method-assign]
+            # Monkeypatching a method: typeshed's ParamSpec signature of submit cannot be restated here.
+            ThreadPoolExecutor.submit = _context_submit  # type: ignore[method-assign,assignment]
         _refcount += 1
     done = False
 

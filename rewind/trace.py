@@ -28,8 +28,8 @@ import threading
 import time
 import weakref
 import zlib
-from collections.abc import Iterator, Mapping
-from json.decoder import JSONDecodeError, scanstring
+from collections.abc import Callable, Iterator, Mapping
+from json.decoder import JSONDecodeError, scanstring  # type: ignore[attr-defined]  # public at runtime, not in typeshed
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,8 @@ _SKELETON_KEYS = ("seq", "kind", "name", "fingerprint", "ts", "duration_ms", "ok
 _HEAD_PREFIX = 64 * 1024
 _WINDOW = 256 * 1024
 _REQUEST_KEY = '"request":'
-_scan_value = json.JSONDecoder().scan_once
+# scan_once is set per instance by JSONDecoder.__init__; typeshed does not declare it.
+_scan_value: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 class _LineSource:
