@@ -29,6 +29,7 @@ demo: $(STAMP)
 
 test: $(STAMP) $(EMBED)
 	$(PY) -m ruff check .
+	$(PY) -m mypy rewind exporters instrumentors
 	$(PY) -m pytest -n 2 -q -m "not phoenix"
 
 # Dual export against a real Arize Phoenix on loopback. Phoenix is large, so it lives in
@@ -66,6 +67,7 @@ test-compat:
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
+	$(PY) -m mypy rewind exporters instrumentors
 
 bench: $(STAMP)
 	$(PY) benchmarks/run.py
