@@ -89,6 +89,8 @@ class ReplaySpanProcessor(SpanProcessor):
             call.served = event
             call.seq = event.seq
             call.session.note_served_locked(event)
+        # Outside the lock: a fork copies each served step into the trace it saves.
+        call.session.keep_served(event)
 
     def _pick(self, incoming: IncomingCall) -> Event | None:
         if self.fork_at is None:

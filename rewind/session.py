@@ -235,6 +235,9 @@ class Session:
         # A fork's live suffix continues numbering after the last served step.
         if event.seq >= self._next_seq:
             self._next_seq = event.seq + 1
+
+    def keep_served(self, event: Event) -> None:
+        """A fork's saved trace holds the steps it served, marked as not live."""
         if self.writer is not None and self.mode == "fork":
             self.writer.write(event.copy(live=False))
 
