@@ -316,43 +316,46 @@ class _RawBase(wrapt.ObjectProxy):
 
         engine.finish_body(data, keep_headers(http.headers), int(http.status_code))
 
-    def _tap(self, source: Iterator[Any]) -> Iterator[Any]:
+    def _feed(self, piece: Any) -> None:
+        """Record one piece of the raw body as the agent reads it (lines, for SSE)."""
         engine = self._self_engine
+        engine.feed(piece if isinstance(piece, (bytes, str)) else b"")
+        if isinstance(piece, str) and not piece.endswith("\n"):
+            engine.feed("\n")
+
+    def _tap_ended(self, complete: bool, exc: BaseException | None = None) -> None:
+        if exc is not None:
+            _finish_quietly(self._self_engine, complete=False, exc=exc)
+        elif self._self_streaming:
+            _finish_quietly(self._self_engine, complete=complete)
+        elif complete:
+            self._record_body()
+
+    def _tap(self, source: Iterator[Any]) -> Iterator[Any]:
         complete = False
         try:
             for piece in source:
-                engine.feed(piece if isinstance(piece, (bytes, str)) else b"")
-                if isinstance(piece, str) and not piece.endswith("\n"):
-                    engine.feed("\n")
+                self._feed(piece)
                 yield piece
             complete = True
         except BaseException as exc:
-            _finish_quietly(engine, complete=False, exc=exc)
+            self._tap_ended(False, exc)
             raise
         finally:
-            if self._self_streaming:
-                _finish_quietly(engine, complete=complete)
-            elif complete:
-                self._record_body()
+            self._tap_ended(complete)
 
     async def _atap(self, source: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        engine = self._self_engine
         complete = False
         try:
             async for piece in source:
-                engine.feed(piece if isinstance(piece, (bytes, str)) else b"")
-                if isinstance(piece, str) and not piece.endswith("\n"):
-                    engine.feed("\n")
+                self._feed(piece)
                 yield piece
             complete = True
         except BaseException as exc:
-            _finish_quietly(engine, complete=False, exc=exc)
+            self._tap_ended(False, exc)
             raise
         finally:
-            if self._self_streaming:
-                _finish_quietly(engine, complete=complete)
-            elif complete:
-                self._record_body()
+            self._tap_ended(complete)
 
     def __del__(self) -> None:
         _finish_quietly(self._self_engine, complete=False)
