@@ -316,6 +316,12 @@ class _RawBase(wrapt.ObjectProxy):
 
         engine.finish_body(data, keep_headers(http.headers), int(http.status_code))
 
+    def _body_read(self, data: Any) -> Any:
+        """The agent read a whole non-streamed body: that is the step's response."""
+        if not self._self_streaming:
+            self._record_body()
+        return data
+
     def _feed(self, piece: Any) -> None:
         """Record one piece of the raw body as the agent reads it (lines, for SSE)."""
         engine = self._self_engine
@@ -368,16 +374,10 @@ class SyncRaw(_RawBase):
         return self._adopt(self.__wrapped__.parse(*args, **kwargs), kwargs.get("to"))
 
     def read(self) -> Any:
-        data = self.__wrapped__.read()
-        if not self._self_streaming:
-            self._record_body()
-        return data
+        return self._body_read(self.__wrapped__.read())
 
     def json(self) -> Any:
-        data = self.__wrapped__.json()
-        if not self._self_streaming:
-            self._record_body()
-        return data
+        return self._body_read(self.__wrapped__.json())
 
     def iter_bytes(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
         return self._tap(self.__wrapped__.iter_bytes(*args, **kwargs))
@@ -413,16 +413,10 @@ class AsyncRaw(_RawBase):
         return self._adopt(await self.__wrapped__.parse(*args, **kwargs), kwargs.get("to"))
 
     async def read(self) -> Any:
-        data = await self.__wrapped__.read()
-        if not self._self_streaming:
-            self._record_body()
-        return data
+        return self._body_read(await self.__wrapped__.read())
 
     async def json(self) -> Any:
-        data = await self.__wrapped__.json()
-        if not self._self_streaming:
-            self._record_body()
-        return data
+        return self._body_read(await self.__wrapped__.json())
 
     def iter_bytes(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         return self._atap(self.__wrapped__.iter_bytes(*args, **kwargs))
