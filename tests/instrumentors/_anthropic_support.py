@@ -1,9 +1,9 @@
 """Fixtures and helpers shared by the ``test_anthropic_*`` files.
 
 Every test drives the real ``anthropic`` SDK over real loopback HTTP against the bundled
-``StubServer``, which speaks the Messages wire format (JSON and named SSE events). A test
-module imports the fixtures it uses (``from _anthropic_support import claude_fixture``);
-they register under their short names (``claude``, ``aclaude``, ``patched_anthropic``).
+``StubServer``, which speaks the Messages wire format (JSON and named SSE events). The
+folder's ``conftest.py`` registers the fixtures under their short names (``claude``,
+``aclaude``, ``patched_anthropic``).
 """
 
 from __future__ import annotations

@@ -9,6 +9,11 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+from _anthropic_support import (  # noqa: F401 - fixtures every Anthropic test module uses
+    aclaude_fixture,
+    claude_fixture,
+    patched_anthropic_fixture,
+)
 from _openai_support import API_KEY as OPENAI_TEST_KEY
 
 from rewind.stub_server import StubServer

@@ -10,11 +10,8 @@ import pytest
 from _anthropic_support import (
     LONG,
     MODEL,
-    aclaude_fixture,  # noqa: F401 - registers the ``aclaude`` fixture
     ask,
-    claude_fixture,  # noqa: F401 - registers the ``claude`` fixture
     events,
-    patched_anthropic_fixture,  # noqa: F401 - registers the ``patched_anthropic`` fixture
 )
 
 import rewind

@@ -17,9 +17,7 @@ from _anthropic_support import (
     HAS_SDK_SPANS,
     MODEL,
     ask,
-    claude_fixture,  # noqa: F401 - registers the ``claude`` fixture
     events,
-    patched_anthropic_fixture,  # noqa: F401 - registers the ``patched_anthropic`` fixture
 )
 from anthropic.resources.messages import AsyncMessages, Messages
 from rewind.instrumentors import _surface

@@ -16,13 +16,10 @@ from _anthropic_support import (
     MODEL,
     THINKING,
     TOOLS,
-    aclaude_fixture,  # noqa: F401 - registers the ``aclaude`` fixture
     ask,
-    claude_fixture,  # noqa: F401 - registers the ``claude`` fixture
     events,
     needs_parse,
     needs_thinking,
-    patched_anthropic_fixture,  # noqa: F401 - registers the ``patched_anthropic`` fixture
 )
 
 import rewind

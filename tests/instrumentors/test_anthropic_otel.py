@@ -17,10 +17,8 @@ import pytest
 from _anthropic_support import (
     MODEL,
     ask,
-    claude_fixture,  # noqa: F401 - registers the ``claude`` fixture
     events,
     needs_sdk_spans,
-    patched_anthropic_fixture,  # noqa: F401 - registers the ``patched_anthropic`` fixture
 )
 from rewind.instrumentors.anthropic import SDK_SPANS_ENV, AnthropicInstrumentor, usage_attributes
 
