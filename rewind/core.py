@@ -180,7 +180,7 @@ class Call:
             span_name = f"{attrs['gen_ai.operation.name']} {target}"
             if isinstance(model, str) and self.kind == "llm":
                 attrs.setdefault("gen_ai.request.model", model)
-        self._capture = content_capture.capturing()
+        self._capture = self._observed and content_capture.capturing()
         if self._capture:
             # Content for other backends is opt-in, and redacted like the file.
             operation = attrs["gen_ai.operation.name"]
