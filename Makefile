@@ -11,7 +11,7 @@ EMBED  := $(VENV)/.embeddings
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,openai,anthropic]'
+	$(PY) -m pip install --quiet -e '.[dev,providers]'
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
@@ -48,22 +48,19 @@ phoenix: $(PHOENIX_STAMP)
 test-phoenix: $(STAMP) $(PHOENIX_STAMP)
 	REWIND_PHOENIX_PYTHON=$(PHOENIX_VENV)/bin/python $(PY) -m pytest -q -m phoenix tests/test_phoenix.py
 
-# The oldest SDK releases we support, each in a venv of its own. openai before 1.55.3
-# passes proxies= to httpx, which httpx 0.28 removed.
-OPENAI_FLOOR   ?= 1.40.0
-COMPAT_OPENAI  := .venv-openai-floor
-ANTHROPIC_FLOOR  ?= 0.43.0
-COMPAT_ANTHROPIC := .venv-anthropic-floor
+# The oldest SDK release of each provider, each in a venv of its own: compat/<name>.txt
+# pins it and names its tests. ONLY=name runs one provider.
+ONLY ?= *
 
 test-compat:
-	@test -x $(COMPAT_OPENAI)/bin/python || $(PYTHON) -m venv $(COMPAT_OPENAI)
-	$(COMPAT_OPENAI)/bin/python -m pip install --quiet --upgrade pip
-	$(COMPAT_OPENAI)/bin/python -m pip install --quiet -e '.[dev]' 'openai==$(OPENAI_FLOOR)' 'httpx<0.28'
-	$(COMPAT_OPENAI)/bin/python -m pytest -q -p no:cacheprovider tests/instrumentors/test_openai_*.py
-	@test -x $(COMPAT_ANTHROPIC)/bin/python || $(PYTHON) -m venv $(COMPAT_ANTHROPIC)
-	$(COMPAT_ANTHROPIC)/bin/python -m pip install --quiet --upgrade pip
-	$(COMPAT_ANTHROPIC)/bin/python -m pip install --quiet -e '.[dev]' 'anthropic==$(ANTHROPIC_FLOOR)'
-	$(COMPAT_ANTHROPIC)/bin/python -m pytest -q -p no:cacheprovider tests/instrumentors/test_anthropic_*.py
+	@set -e; for spec in compat/$(ONLY).txt; do \
+	    name=$$(basename $$spec .txt); venv=.venv-compat-$$name; \
+	    echo "== $$name floor ($$spec)"; \
+	    test -x $$venv/bin/python || $(PYTHON) -m venv $$venv; \
+	    $$venv/bin/python -m pip install --quiet --upgrade pip; \
+	    $$venv/bin/python -m pip install --quiet -e '.[dev]' -r $$spec; \
+	    $$venv/bin/python -m pytest -q -p no:cacheprovider $$(sed -n 's/^# tests: //p' $$spec); \
+	done
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
@@ -73,4 +70,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) $(COMPAT_OPENAI) $(COMPAT_ANTHROPIC) $(PHOENIX_VENV) build dist *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-compat-* $(PHOENIX_VENV) build dist *.egg-info .pytest_cache .ruff_cache

@@ -35,7 +35,19 @@ from .errors import (
     TraceFormatError,
     UnconsumedEventsWarning,
 )
-from .integrations import auto_patch, patch_anthropic, patch_openai
+from .integrations import (
+    auto_patch,
+    patch_anthropic,
+    patch_cohere,
+    patch_fireworks,
+    patch_gemini,
+    patch_groq,
+    patch_litellm,
+    patch_mcp,
+    patch_mistral,
+    patch_openai,
+    patch_together,
+)
 from .matching import FuzzyMatcher, IncomingCall, Matcher, OrderedMatcher, ParallelMatcher, StrictMatcher
 from .replay import ReplaySpanProcessor
 from .session import Session, current_session, fork, record, replay
@@ -75,7 +87,15 @@ __all__ = [
     "auto_patch",
     "integrations",
     "patch_anthropic",
+    "patch_cohere",
+    "patch_fireworks",
+    "patch_gemini",
+    "patch_groq",
+    "patch_litellm",
+    "patch_mcp",
+    "patch_mistral",
     "patch_openai",
+    "patch_together",
     "begin_call",
     "current_session",
     "fork",

@@ -63,6 +63,14 @@ def register_provider(name: str, sdk: str, instrumentor: str) -> None:
 
 register_provider("openai", "openai", "rewind.instrumentors.openai:OpenAIInstrumentor")
 register_provider("anthropic", "anthropic", "rewind.instrumentors.anthropic:AnthropicInstrumentor")
+register_provider("litellm", "litellm", "rewind.instrumentors.litellm:LiteLLMInstrumentor")
+register_provider("groq", "groq", "rewind.instrumentors.groq:GroqInstrumentor")
+register_provider("together", "together", "rewind.instrumentors.together:TogetherInstrumentor")
+register_provider("fireworks", "fireworks", "rewind.instrumentors.fireworks:FireworksInstrumentor")
+register_provider("mcp", "mcp", "rewind.instrumentors.mcp:MCPInstrumentor")
+register_provider("mistral", "mistralai", "rewind.instrumentors.mistral:MistralInstrumentor")
+register_provider("cohere", "cohere", "rewind.instrumentors.cohere:CohereInstrumentor")
+register_provider("gemini", "google.genai", "rewind.instrumentors.gemini:GeminiInstrumentor")
 
 
 def providers() -> list[str]:
@@ -117,6 +125,46 @@ def patch_anthropic() -> Unpatch:
     return _patch(_lookup("anthropic", strict=True))
 
 
+def patch_litellm() -> Unpatch:
+    """Hook ``litellm`` (``completion``/``acompletion``, streams, ``embedding``/``aembedding``); returns ``unpatch``."""
+    return _patch(_lookup("litellm", strict=True))
+
+
+def patch_groq() -> Unpatch:
+    """Hook the ``groq`` SDK (chat completions, embeddings); returns ``unpatch``."""
+    return _patch(_lookup("groq", strict=True))
+
+
+def patch_together() -> Unpatch:
+    """Hook the ``together`` SDK (chat completions, embeddings); returns ``unpatch``."""
+    return _patch(_lookup("together", strict=True))
+
+
+def patch_fireworks() -> Unpatch:
+    """Hook the ``fireworks-ai`` SDK (chat completions); returns ``unpatch``."""
+    return _patch(_lookup("fireworks", strict=True))
+
+
+def patch_mcp() -> Unpatch:
+    """Hook the ``mcp`` client (``call_tool``, ``list_tools``, ``read_resource``); returns ``unpatch``."""
+    return _patch(_lookup("mcp", strict=True))
+
+
+def patch_mistral() -> Unpatch:
+    """Hook the ``mistralai`` SDK (chat complete/stream, embeddings); returns ``unpatch``."""
+    return _patch(_lookup("mistral", strict=True))
+
+
+def patch_cohere() -> Unpatch:
+    """Hook the ``cohere`` SDK (v2 chat, chat_stream, embed, rerank; v1 embed, rerank); returns ``unpatch``."""
+    return _patch(_lookup("cohere", strict=True))
+
+
+def patch_gemini() -> Unpatch:
+    """Hook ``google-genai`` (generate_content, its stream, embed_content; sync and aio); returns ``unpatch``."""
+    return _patch(_lookup("gemini", strict=True))
+
+
 def _lookup(name: str, *, strict: bool) -> _Provider:
     provider = _PROVIDERS.get(name)
     if provider is None:
@@ -124,7 +172,7 @@ def _lookup(name: str, *, strict: bool) -> _Provider:
     if strict and not provider.installed():
         raise RewindError(
             f"cannot patch {name!r}: the {provider.sdk!r} package is not installed "
-            f"(pip install 'agent-rewind[{name}]')"
+            f"(pip install 'agent-rewind-otel[{name}]')"
         )
     return provider
 
@@ -164,4 +212,20 @@ def patched(*names: str) -> Iterator[None]:
         unpatch()
 
 
-__all__ = ["Unpatch", "auto_patch", "patch_anthropic", "patch_openai", "patched", "providers", "register_provider"]
+__all__ = [
+    "Unpatch",
+    "auto_patch",
+    "patch_anthropic",
+    "patch_cohere",
+    "patch_fireworks",
+    "patch_gemini",
+    "patch_groq",
+    "patch_litellm",
+    "patch_mcp",
+    "patch_mistral",
+    "patch_openai",
+    "patch_together",
+    "patched",
+    "providers",
+    "register_provider",
+]
