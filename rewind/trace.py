@@ -572,7 +572,7 @@ def _check_header(raw: bytes, path: str) -> dict[str, Any]:
         if version > newest:
             raise TraceFormatError(
                 f"written in trace format v{version}, newer than this rewind reads (v{newest}); "
-                "upgrade agent-rewind to read it",
+                "upgrade agent-rewind-otel to read it",
                 path=path,
                 line=1,
             )

@@ -152,7 +152,7 @@ def test_use_embedding_similarity_without_the_extra_says_how_to_install(run_pyth
         """
     )
     assert result.returncode == 0, result.stderr
-    assert "pip install 'agent-rewind[embeddings]'" in result.stdout
+    assert "pip install 'agent-rewind-otel[embeddings]'" in result.stdout
     assert "backend: lexical_similarity" in result.stdout
 
 

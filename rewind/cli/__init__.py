@@ -19,6 +19,9 @@ from .. import __version__
 from ..errors import RewindError
 from ._common import EXIT_INTERNAL, CliError, Output, explain
 
+#: The name this project is installed under (``pip show agent-rewind-otel``).
+DISTRIBUTION = "agent-rewind-otel"
+
 #: command name -> module (relative to this package) defining ``command``.
 COMMANDS: dict[str, str] = {
     "show": ".show",
@@ -70,7 +73,14 @@ class RewindGroup(click.Group):
 
 
 @click.group(cls=RewindGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "-V", "--version", prog_name="rewind", message="%(prog)s %(version)s")
+@click.version_option(
+    __version__,
+    "-V",
+    "--version",
+    prog_name="rewind",
+    # Several unrelated distributions install a `rewind`: name ours and where it lives.
+    message=f"%(prog)s %(version)s ({DISTRIBUTION}, {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))})",
+)
 @click.option(
     "--color",
     type=click.Choice(["auto", "always", "never"]),
@@ -103,4 +113,4 @@ def main(argv: list[str] | None = None) -> None:
     cli.main(args=argv if argv is not None else sys.argv[1:], prog_name="rewind")
 
 
-__all__ = ["COMMANDS", "RewindGroup", "cli", "main"]
+__all__ = ["COMMANDS", "DISTRIBUTION", "RewindGroup", "cli", "main"]

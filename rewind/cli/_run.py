@@ -128,7 +128,7 @@ def finish(ctx: click.Context, outcome: Outcome, *, summary: Callable[[dict[str,
         if outcome.returncode == 0:
             _say(
                 "rewind: error: the command finished without opening a rewind session; run a Python "
-                "program (python agent.py) whose interpreter has agent-rewind installed"
+                "program (python agent.py) whose interpreter has agent-rewind-otel installed"
             )
             ctx.exit(EXIT_SESSION_FAILED)
         ctx.exit(outcome.returncode)

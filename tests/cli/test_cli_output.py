@@ -60,7 +60,10 @@ def trip(tmp_path: Path) -> Path:
 
 def test_version_and_help_everywhere(run_cli) -> None:
     result = run_cli("--version")
-    assert result.returncode == 0 and result.stdout.strip() == f"rewind {rewind.__version__}"
+    # Other distributions install a `rewind` too: the version line names this one and where it is.
+    package = Path(rewind.__file__).resolve().parent
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"rewind {rewind.__version__} (agent-rewind-otel, {package})"
     top = run_cli("--help")
     assert top.returncode == 0
     for name in ("show", "stats", "diff", "compact"):

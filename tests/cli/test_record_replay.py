@@ -178,7 +178,7 @@ def test_a_command_that_never_opens_a_session_is_an_error(run_cli: RunCli) -> No
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
         "rewind: error: the command finished without opening a rewind session; run a Python program "
-        "(python agent.py) whose interpreter has agent-rewind installed"
+        "(python agent.py) whose interpreter has agent-rewind-otel installed"
     ]
     assert run_cli("record", "run.rewind", "--", "false").returncode == 1  # the child's own status
 
