@@ -1,0 +1,212 @@
+"""The public :class:`StubServer`: lifecycle, addresses, the request log and test controls."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+from ._http import StubRequest, _HTTPServer
+from ._script import ErrorSpec, ScriptTurn, parse_turn
+
+# --------------------------------------------------------------------------- public server
+
+
+class StubServer:
+    """A deterministic OpenAI/Anthropic-compatible HTTP server on loopback.
+
+    ``script`` is a list of turns consumed in order by the generation endpoints
+    (chat completions, responses, messages); once it runs out the default brain
+    answers. See ``docs/stub-server.md`` for the turn format.
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        script: Sequence[Mapping[str, Any] | str] | None = None,
+        latency: float = 0.0,
+        latency_jitter: float = 0.0,
+        seed: int = 0,
+        stream_delay: float = 0.0,
+        verbose: bool = False,
+    ) -> None:
+        self.host = host
+        self._port = port
+        self.latency = float(latency)
+        self.latency_jitter = float(latency_jitter)
+        self.seed = seed
+        self.stream_delay = float(stream_delay)
+        self.verbose = verbose
+        self._lock = threading.Lock()
+        self._rng = random.Random(seed)
+        self._requests: list[StubRequest] = []
+        self._counters: dict[str, int] = {}
+        self._script: deque[ScriptTurn] = deque(parse_turn(t) for t in script or ())
+        self._failures: deque[ErrorSpec] = deque()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def start(self) -> StubServer:
+        """Bind and serve on a background daemon thread. Returns ``self``."""
+        with self._lock:
+            if self._httpd is not None:
+                return self
+            # Binding here rather than in the thread surfaces "port in use" to the caller
+            # and makes .url valid as soon as start() returns.
+            httpd = _HTTPServer((self.host, self._port), self)
+            self._port = int(httpd.server_address[1])
+            thread = threading.Thread(
+                target=httpd.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name=f"rewind-stub:{self._port}",
+                daemon=True,
+            )
+            self._httpd, self._thread = httpd, thread
+        thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close every socket; later connections are refused."""
+        with self._lock:
+            httpd, thread = self._httpd, self._thread
+            self._httpd = self._thread = None
+        if httpd is None:
+            return
+        httpd.shutdown()
+        httpd.server_close()
+        httpd.close_connections()
+        if thread is not None:
+            thread.join(timeout=5)
+
+    def __enter__(self) -> StubServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    @property
+    def running(self) -> bool:
+        with self._lock:
+            return self._httpd is not None
+
+    # ----------------------------------------------------------------- addresses
+
+    @property
+    def port(self) -> int:
+        if self._port == 0:
+            raise RuntimeError("StubServer has no port yet; call start() first")
+        return self._port
+
+    @property
+    def url(self) -> str:
+        host = "127.0.0.1" if self.host in ("", "0.0.0.0") else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.url + "/v1"
+
+    @property
+    def anthropic_base_url(self) -> str:
+        return self.url
+
+    # ----------------------------------------------------------------- observation
+
+    @property
+    def requests(self) -> list[StubRequest]:
+        """A snapshot of every request received so far, oldest first."""
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def request_count(self) -> int:
+        with self._lock:
+            return len(self._requests)
+
+    @property
+    def script_remaining(self) -> int:
+        with self._lock:
+            return len(self._script)
+
+    # ----------------------------------------------------------------- control
+
+    def add_script(self, *turns: Mapping[str, Any] | str) -> None:
+        """Queue more scripted turns after any still pending."""
+        parsed = [parse_turn(t) for t in turns]
+        with self._lock:
+            self._script.extend(parsed)
+
+    def fail_next(
+        self,
+        status: int = 429,
+        n: int = 1,
+        body: Mapping[str, Any] | str | bytes | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        """Answer the next ``n`` requests (any endpoint) with an HTTP error.
+
+        The body defaults to the provider's own error shape for ``status``; pass
+        ``body`` to send something else verbatim. Injected failures do not use up
+        script turns, so an SDK retry gets the turn the failed attempt would have.
+        """
+        spec = ErrorSpec(
+            status=status,
+            headers=tuple((str(k), str(v)) for k, v in (headers or {}).items()),
+            body=None if body is None else (dict(body) if isinstance(body, Mapping) else body),
+        )
+        with self._lock:
+            self._failures.extend([spec] * n)
+
+    def reset(self) -> None:
+        """Forget requests, pending script turns and failures, and restart id counters."""
+        with self._lock:
+            self._requests.clear()
+            self._counters.clear()
+            self._script.clear()
+            self._failures.clear()
+            self._rng = random.Random(self.seed)
+
+    # ----------------------------------------------------------------- handler hooks
+
+    def _record(self, request: StubRequest) -> int:
+        with self._lock:
+            self._requests.append(request)
+            return len(self._requests)
+
+    def _next_id(self, prefix: str) -> str:
+        with self._lock:
+            value = self._counters.get(prefix, 0) + 1
+            self._counters[prefix] = value
+        return f"{prefix}{value}"
+
+    def _pop_turn(self) -> ScriptTurn | None:
+        with self._lock:
+            return self._script.popleft() if self._script else None
+
+    def _pop_failure(self) -> ErrorSpec | None:
+        with self._lock:
+            return self._failures.popleft() if self._failures else None
+
+    def _sleep_latency(self) -> None:
+        if self.latency <= 0 and self.latency_jitter <= 0:
+            return
+        with self._lock:
+            jitter = self._rng.uniform(0, self.latency_jitter) if self.latency_jitter > 0 else 0.0
+        time.sleep(max(0.0, self.latency + jitter))
+
+    def __repr__(self) -> str:
+        where = self.url if self._port else f"http://{self.host}:<unbound>"
+        return f"StubServer({where}, running={self.running})"
