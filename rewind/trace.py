@@ -228,6 +228,14 @@ class Event:
             return self.body.get(key, default)
         return self._head_body().get(key, default)
 
+    def stored_line(self) -> bytes | None:
+        """The event's line as the file holds it (blob markers unresolved), or ``None`` for
+        an event whose body is in memory. Lets a reader that bounds what it copies (the HTML
+        report) pass a small line on as it is instead of parsing and re-encoding it."""
+        if self._source is None or self._body is not None:
+            return None
+        return self._source.read(self._offset, self._length)
+
     def materialize(self) -> Event:
         """Pin the body in memory (a lazily loaded event stops touching its file)."""
         if self._body is None:
