@@ -123,6 +123,11 @@ class StubServer:
     def anthropic_base_url(self) -> str:
         return self.url
 
+    @property
+    def mistral_base_url(self) -> str:
+        """For ``Mistral(server_url=...)``; the SDK appends ``/v1/...`` itself."""
+        return self.url + "/mistral"
+
     # ----------------------------------------------------------------- observation
 
     @property
