@@ -16,9 +16,20 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ._kit import Kit
+
 #: Response headers never written to a trace (credentials and cookies).
 SECRET_HEADERS = frozenset(
-    {"set-cookie", "cookie", "authorization", "proxy-authorization", "x-api-key", "api-key", "openai-api-key"}
+    {
+        "set-cookie",
+        "cookie",
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "openai-api-key",
+        "x-goog-api-key",
+    }
 )
 
 
@@ -43,7 +54,7 @@ def resolve(path: str) -> Any:
     return obj
 
 
-class SDKKit:
+class SDKKit(Kit):
     """The generated-core classes of one Stainless SDK package, looked up by name."""
 
     def __init__(self, package: str) -> None:
@@ -72,8 +83,16 @@ class SDKKit:
     def is_stream(self, obj: Any) -> bool:
         return isinstance(obj, self._streams)
 
+    def is_async_stream(self, obj: Any) -> bool:
+        return self.async_stream is not None and isinstance(obj, self.async_stream)
+
     def is_http_wrapper(self, obj: Any) -> bool:
         return isinstance(obj, self._wrappers)
+
+    def revival_gap(self) -> str | None:
+        if self.construct_type is None:
+            return f"rewind found no {self.package}._models.construct_type"
+        return None
 
     def raw_mode(self, kwargs: Mapping[str, Any]) -> str | None:
         """``"true"`` for ``with_raw_response``, ``"stream"`` for ``with_streaming_response``."""

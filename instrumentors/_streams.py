@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 
 import wrapt
 
-from ._errors import error_record, revive_error
 from ._stainless import sse_chunks
 
 if TYPE_CHECKING:
@@ -65,7 +64,7 @@ class RecordEngine:
         try:
             if isinstance(exc, Exception):
                 extra = _redacted(call, {"stream": record})
-                call.fail(exc, error=error_record(exc), extra=extra)
+                call.fail(exc, error=provider.error_record(exc), extra=extra)
                 return
             # A cancelled task or a closed generator aborted the read: the agent saw these chunks.
             record["truncated"] = record["truncated"] or exc is not None
@@ -121,7 +120,7 @@ class ReplayEngine:
         event = self.event
         if not event.ok and complete:
             # The live stream failed here: the agent sees the same error after the same chunks.
-            error = revive_error(event.error or {}, event.seq, httpx=self.surface.provider.kit.httpx)
+            error = self.surface.provider.revive_error(event.error or {}, event.seq)
             self.call.raise_recorded_error(event, error)
         provider = self.surface.provider
         summary = provider.stream_summary(self.surface, self.chunks)
@@ -201,7 +200,11 @@ class SyncStream(wrapt.ObjectProxy):
 
     def close(self) -> None:
         _finish_quietly(self._self_engine, complete=False)
-        self.__wrapped__.close()
+        wrapped = self.__wrapped__
+        if hasattr(wrapped, "close"):
+            wrapped.close()
+        else:  # some SDKs' streams (mistralai 1.x) only close through their HTTP response
+            wrapped.response.close()
 
     @property
     def response(self) -> Any:
@@ -260,7 +263,13 @@ class AsyncStream(wrapt.ObjectProxy):
 
     async def close(self) -> None:
         _finish_quietly(self._self_engine, complete=False)
-        await self.__wrapped__.close()
+        wrapped = self.__wrapped__
+        if hasattr(wrapped, "close"):
+            await wrapped.close()
+        elif hasattr(wrapped, "aclose"):  # an async generator (some SDKs' stream methods)
+            await wrapped.aclose()
+        else:  # some SDKs' streams (mistralai 1.x) only close through their HTTP response
+            await wrapped.response.aclose()
 
     async def aclose(self) -> None:
         await self.close()
@@ -296,8 +305,7 @@ class _RawBase(wrapt.ObjectProxy):
         kit = self._self_engine.surface.provider.kit
         if self._self_streaming and kit.is_stream(parsed) and not isinstance(parsed, (SyncStream, AsyncStream)):
             if self._self_stream is None:
-                is_async = kit.async_stream is not None and isinstance(parsed, kit.async_stream)
-                self._self_stream = stream_proxy(parsed, self._self_engine, is_async=is_async)
+                self._self_stream = stream_proxy(parsed, self._self_engine, is_async=kit.is_async_stream(parsed))
             return self._self_stream
         if not self._self_streaming and to is None:
             self._record_body()

@@ -36,6 +36,11 @@ Contract
 * ``hook(surface)``: the wrapper patched over the method (``sync_wrapper`` /
   ``async_wrapper``); a provider overrides it for a method that defers its request, e.g.
   a stream helper returning a manager that sends it on ``__enter__``.
+* ``make_kit()``: the SDK-core strategy (``_kit.Kit``: what a stream is, the replayed
+  stream object, payload parsing, "not given" markers). Stainless SDKs get
+  ``_stainless.SDKKit``; other generators subclass ``NativeProvider`` with a small kit.
+* ``transport_keys``, ``error_record`` / ``revive_error``: call keywords that are not
+  the request, and errors whose HTTP details live somewhere other than ``e.response``.
 
 ``intercepting()`` tells code running inside the SDK (a provider's hook on the SDK's own
 telemetry, say) whether a hooked call is running live under a session right now.
@@ -85,6 +90,7 @@ from rewind.errors import PatchGapWarning, ReviveFallbackWarning
 from rewind.session import current_session, warn_if_threadless
 
 from ._errors import error_record, revive_error
+from ._kit import Kit
 from ._stainless import SDKKit, dump_model, resolve, sse_bytes
 from ._streams import AsyncRaw, RecordEngine, ReplayEngine, SyncRaw, stream_proxy
 
@@ -167,16 +173,22 @@ class Provider:
     #: ``gen_ai.provider.name`` and the SDK package to import.
     name = ""
     package = ""
+    #: Call keywords that configure transport, not the request (never part of identity).
+    transport_keys: frozenset[str] = TRANSPORT_KEYS
 
     def __init__(self) -> None:
-        self._kit: SDKKit | None = None
+        self._kit: Kit | None = None
         self._types: dict[str, Any] = {}
 
     @property
-    def kit(self) -> SDKKit:
+    def kit(self) -> Kit:
         if self._kit is None:
-            self._kit = SDKKit(self.package)
+            self._kit = self.make_kit()
         return self._kit
+
+    def make_kit(self) -> Kit:
+        """The SDK-core strategy (``_kit``); Stainless unless a provider says otherwise."""
+        return SDKKit(self.package)
 
     def surfaces(self) -> Sequence[Surface]:
         raise NotImplementedError
@@ -198,9 +210,10 @@ class Provider:
         self, surface: Surface, instance: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     ) -> dict[str, Any]:
         sentinels = self.kit.sentinels
+        transport = self.transport_keys
         out: dict[str, Any] = {}
         for key, value in kwargs.items():
-            if key in TRANSPORT_KEYS or (sentinels and isinstance(value, sentinels)):
+            if key in transport or (sentinels and isinstance(value, sentinels)):
                 continue
             out[key] = schema_of(value) if isinstance(value, type) else value
         if args:
@@ -278,6 +291,15 @@ class Provider:
         """Apply the SDK's own client-side parsing (``.parse`` surfaces)."""
         return revived
 
+    # -- errors ---------------------------------------------------------------------
+    def error_record(self, exc: Exception) -> dict[str, Any]:
+        """A live error as trace data (class, scalars, body, a bounded HTTP response)."""
+        return error_record(exc)
+
+    def revive_error(self, record: Mapping[str, Any], step: int) -> BaseException:
+        """The recorded error, ready to raise again as the SDK's own class."""
+        return revive_error(record, step, httpx=self.kit.httpx)
+
     def _fallback(self, what: Any, why: str) -> None:
         warn_once(
             f"revive:{what}",
@@ -287,6 +309,28 @@ class Provider:
             ReviveFallbackWarning,
             stacklevel=5,
         )
+
+
+class NativeProvider(Provider):
+    """A provider whose SDK is not Stainless-generated (Speakeasy, Fern, Google's own).
+
+    Its kit (``make_kit``) says what a stream is and builds replayed stream objects, and
+    parses recorded payloads into SDK types (``Kit.parse``); everything else is shared.
+    """
+
+    def make_kit(self) -> Kit:
+        raise NotImplementedError
+
+    def construct(self, type_path: str | None, data: Any) -> Any:
+        type_ = self.type_of(type_path)
+        if type_ is None:
+            self._fallback(type_path, "the type is missing")
+            return data
+        try:
+            return self.kit.parse(type_, data)
+        except Exception as exc:  # any revival failure degrades to the dict
+            self._fallback(type_path, f"{type(exc).__name__}: {exc}")
+            return data
 
 
 def schema_of(cls: type) -> Any:
@@ -347,7 +391,8 @@ class _Invocation:
     # -- live ---------------------------------------------------------------------
     def failed(self, exc: BaseException) -> None:
         try:
-            self.call.fail(exc, error=error_record(exc) if isinstance(exc, Exception) else None)
+            error = self.surface.provider.error_record(exc) if isinstance(exc, Exception) else None
+            self.call.fail(exc, error=error)
         except Exception:  # the agent's exception matters, not ours
             self.call.abandon(exc)
 
@@ -364,8 +409,7 @@ class _Invocation:
         provider = surface.provider
         kit = provider.kit
         if kit.is_stream(result):
-            is_async = kit.async_stream is not None and isinstance(result, kit.async_stream)
-            return stream_proxy(result, RecordEngine(call, surface), is_async=is_async)
+            return stream_proxy(result, RecordEngine(call, surface), is_async=kit.is_async_stream(result))
         if kit.is_http_wrapper(result):
             streaming = bool(getattr(result, "_stream", False) or getattr(result, "_is_sse_stream", False))
             is_legacy = kit.legacy_response is not None and isinstance(result, kit.legacy_response)
@@ -395,7 +439,7 @@ class _Invocation:
         event = call.take_served()
         stream_record = event.get("stream")
         if not event.ok and stream_record is None:
-            call.raise_recorded_error(event, revive_error(event.error or {}, event.seq, httpx=kit.httpx))
+            call.raise_recorded_error(event, provider.revive_error(event.error or {}, event.seq))
         client = getattr(self.instance, "_client", None)
         url = _url(client, surface.path)
         result_type = provider.type_of(surface.result)
@@ -573,11 +617,11 @@ class Patcher:
                 PatchGapWarning,
                 stacklevel=4,
             )
-        if self._applied and self.provider.kit.construct_type is None:
+        gap = self.provider.kit.revival_gap() if self._applied else None
+        if gap is not None:
             warn_once(
                 f"canary:{self.provider.package}",
-                f"rewind found no {self.provider.package}._models.construct_type: replayed responses "
-                "will be served as dicts rather than SDK types.",
+                f"{gap}: replayed responses will be served as dicts rather than SDK types.",
                 PatchGapWarning,
                 stacklevel=4,
             )
