@@ -14,7 +14,9 @@ Contract
 * ``owner`` ``"package.module:Class"`` and ``method``: patched on the class (``wrapt``), so
   every client instance, subclass (``AzureOpenAI``) and ``base_url`` is covered, and the
   SDK's ``with_raw_response`` / ``with_streaming_response`` wrappers, which call the
-  bound method, go through the hook too.
+  bound method, go through the hook too. An owner that is just ``"package.module"`` hooks
+  a module-level function (``litellm.completion``): the module attribute is replaced, so
+  calls looking it up at call time are covered, names imported from it earlier are not.
 * ``name``: the recorded call name (part of replay identity). ``operation``: the GenAI
   operation (``chat``, ``embeddings``). ``path``: the endpoint, used for replayed raw
   responses. ``result`` / ``chunk``: import paths of the response and stream-chunk types
@@ -81,6 +83,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any, TypedDict
 
 import wrapt
@@ -192,6 +195,12 @@ class Provider:
 
     def surfaces(self) -> Sequence[Surface]:
         raise NotImplementedError
+
+    def invocation(self, surface: Surface, call: Call, instance: Any, kwargs: Mapping[str, Any]) -> _Invocation:
+        """What runs one intercepted call live or from the recording; a provider whose calls
+        return something the kit cannot describe alone (litellm's private response state,
+        its one stream class for sync and async) returns an ``_Invocation`` subclass."""
+        return _Invocation(surface, call, instance, kwargs)
 
     def hook(self, surface: Surface) -> Callable[..., Any]:
         """The ``wrapt`` wrapper patched over ``surface``; override for methods that defer
@@ -528,7 +537,7 @@ def _start(surface: Surface, instance: Any, args: tuple[Any, ...], kwargs: Mappi
     call = begin_call("llm", surface.name, request, span_name=span_name, attributes=attributes)
     if call is None:
         return None
-    return _Invocation(surface, call, instance, kwargs)
+    return provider.invocation(surface, call, instance, kwargs)
 
 
 def sync_wrapper(surface: Surface) -> Callable[..., Any]:
@@ -581,7 +590,7 @@ class Patcher:
 
     def __init__(self, provider: Provider) -> None:
         self.provider = provider
-        self._applied: list[tuple[type, str, Any]] = []
+        self._applied: list[tuple[Any, str, Any]] = []  # (class or module, name, original)
 
     @property
     def active(self) -> bool:
@@ -597,11 +606,11 @@ class Patcher:
             except ImportError:
                 continue  # the SDK predates this feature
             owner: Any = module
-            for part in qualname.split("."):
+            for part in qualname.split(".") if qualname else ():  # no class: a module-level function
                 owner = getattr(owner, part, None)
                 if owner is None:
                     break
-            if not isinstance(owner, type) or not callable(getattr(owner, surface.method, None)):
+            if not isinstance(owner, (type, ModuleType)) or not callable(getattr(owner, surface.method, None)):
                 if surface.required:
                     gaps.append(surface)
                 continue
