@@ -43,6 +43,8 @@ class RecordEngine:
         self.chunks: list[Any] = []
         self.raw = bytearray()
         self.finished = False
+        #: More of the stream's own state for the event (beside ``stream``), e.g. litellm's private fields.
+        self.extra: dict[str, Any] = {}
 
     def take(self, item: Any) -> Any:
         self.chunks.append(self.surface.provider.dump_chunk(self.surface, item))
@@ -63,7 +65,7 @@ class RecordEngine:
         call = self.call
         try:
             if isinstance(exc, Exception):
-                extra = _redacted(call, {"stream": record})
+                extra = _redacted(call, {"stream": record, **self.extra})
                 call.fail(exc, error=provider.error_record(exc), extra=extra)
                 return
             # A cancelled task or a closed generator aborted the read: the agent saw these chunks.
@@ -71,7 +73,7 @@ class RecordEngine:
             summary = provider.stream_summary(self.surface, chunks)
             call.succeed(
                 summary,
-                extra=_redacted(call, {"stream": record}),
+                extra=_redacted(call, {"stream": record, **self.extra}),
                 attributes=provider.response_attributes(self.surface, summary),
                 converted=True,
             )
