@@ -88,7 +88,9 @@ class Ctx:
 # --------------------------------------------------------------------------- wire formats
 
 RouteHandler = Callable[["Exchange", "re.Match[str]"], None]
-StreamError = Callable[[ErrorSpec | None, int], Event]
+# Builds the in-band error event a stream ends with; None for formats that have
+# none (their clients only notice a connection that drops mid-body).
+StreamError = Callable[[ErrorSpec | None, int], Event] | None
 
 
 @dataclass(frozen=True)
@@ -355,16 +357,21 @@ class Exchange(BaseHTTPRequestHandler):
         stub = self.stub
         error_after = turn.stream_error_after if turn is not None else None
         error_spec = turn.error if turn is not None else None
-        self._send_head(200, content_type)
+        # Without an in-band error event, the only failure a client can see is a body
+        # that stops short: chunked framing without its terminating chunk does that.
+        drop = error_after is not None and make_error is None
+        self._send_head(200, content_type, [("Transfer-Encoding", "chunked")] if drop else ())
         sent_content = 0
         for seq, event in enumerate(events):
             cut = event.kind == "final" or (event.kind == "content" and sent_content >= (error_after or 0))
             if error_after is not None and cut:
-                self._write(encode(make_error(error_spec, seq)))
+                if make_error is not None:
+                    self._write(encode(make_error(error_spec, seq)))
                 return
             if numbered and isinstance(event.data, dict):
                 event.data["sequence_number"] = seq
-            self._write(encode(event))
+            data = encode(event)
+            self._write(b"%x\r\n%s\r\n" % (len(data), data) if drop else data)
             if event.kind == "content":
                 sent_content += 1
             if stub.stream_delay > 0:

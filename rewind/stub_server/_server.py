@@ -128,6 +128,11 @@ class StubServer:
         """For ``Mistral(server_url=...)``; the SDK appends ``/v1/...`` itself."""
         return self.url + "/mistral"
 
+    @property
+    def cohere_base_url(self) -> str:
+        """For ``cohere.ClientV2(base_url=...)`` (or ``CO_API_URL``); v1 and v2 paths both live here."""
+        return self.url
+
     # ----------------------------------------------------------------- observation
 
     @property
