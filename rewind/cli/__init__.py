@@ -27,6 +27,7 @@ COMMANDS: dict[str, str] = {
     "show": ".show",
     "stats": ".stats",
     "diff": ".diff",
+    "report": ".report",
     "compact": ".compact",
     "record": ".record",
     "replay": ".replay",
@@ -98,6 +99,7 @@ def cli(ctx: click.Context, color: str, no_pager: bool) -> None:
     rewind replay run.rewind -- python agent.py     replay it offline
     rewind show run.rewind -v                       every step, with previews
     rewind diff a.rewind b.rewind                   where two runs diverged
+    rewind report run.rewind -o run.html            one HTML file to look at a run
 
     \b
     Exit status: 0 success (diff: the runs are the same), 1 diff found a divergence

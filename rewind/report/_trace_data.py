@@ -1,0 +1,164 @@
+"""One trace as report data: a row per step (what the list and the timeline show), the
+trace's header and totals, and the step bodies as JSON lines for the detail view.
+
+Tokens and cost come from ``rewind.accounting`` and summaries from ``rewind._preview``,
+the same functions ``rewind show`` and ``rewind stats`` use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import blobs as _blobs
+from .._preview import error_line, model_of, outcome
+from ..accounting import PRICES_CHECKED, ModelPrice, account, price_for, usage_of
+from ..trace import BLOBS_FORMAT_VERSION, Trace
+from ._payload import Embedder, Limits
+
+_SUMMARY = 240
+
+
+@dataclass
+class TraceSection:
+    """What the page gets for one trace: ``data`` (JSON-able) and ``bodies`` (one JSON text per step)."""
+
+    data: dict[str, Any]
+    bodies: list[bytes] = field(default_factory=list)
+
+
+def _blob_store(trace: Trace) -> _blobs.BlobStore | None:
+    if trace.path is None or trace.version < BLOBS_FORMAT_VERSION:
+        return None
+    return _blobs.BlobStore(_blobs.resolve_dir(trace.path, trace.header), trace_path=trace.path)
+
+
+def _header(trace: Trace, embedder: Embedder) -> Any:
+    # The header is user data too (meta=): bounded like a step body, never trusted as markup.
+    saved = embedder.limits
+    embedder.limits = Limits(max_string=2_000, max_image=0, max_bytes=None)
+    try:
+        return embedder._bound(trace.header, None, None)
+    finally:
+        embedder.limits = saved
+
+
+def build_section(
+    trace: Trace,
+    embedder: Embedder,
+    *,
+    prices: Mapping[str, ModelPrice] | None = None,
+    label: str | None = None,
+    order: list[int] | None = None,
+) -> TraceSection:
+    """Rows, totals and bodies for ``trace``. ``order`` (indexes into ``trace.events``)
+    says which bodies get the size budget first; the rest follow in step order."""
+    store = _blob_store(trace)
+    events = trace.events
+    hydrated = [event.hydrated() for event in events]  # one parse of each head, shared below
+    starts = [e.ts for e in events if e.ts > 0]
+    t0 = min(starts) if starts else 0.0
+    forked = trace.header.get("forked_from")
+    fork_at = forked.get("at") if isinstance(forked, dict) else None
+    fork_seen = False
+    prices_cache: dict[str, ModelPrice | None] = {}
+    rows: list[dict[str, Any]] = []
+    for index, (event, step) in enumerate(zip(events, hydrated)):
+        row: dict[str, Any] = {
+            "i": index,
+            "seq": event.seq,
+            "kind": event.kind,
+            "name": event.name,
+            "t": round((event.ts - t0) * 1000.0, 3) if event.ts > 0 else 0.0,
+            "d": event.duration_ms,
+            "ok": event.ok,
+            "live": event.live,
+            "summary": outcome(step, _SUMMARY),
+        }
+        if not event.ok:
+            row["error"] = error_line(step.error)
+        if event.kind == "llm":
+            model = model_of(step)
+            row["model"] = model
+            usage = usage_of(step)
+            if usage is not None:
+                row["tin"], row["tout"] = usage
+                if model is not None and event.live:
+                    if model not in prices_cache:
+                        prices_cache[model] = price_for(model, prices)
+                    price = prices_cache[model]
+                    if price is not None:
+                        row["cost"] = price.cost(*usage)
+        flags: list[str] = []
+        stream = step.get("stream")
+        if isinstance(stream, dict) and stream.get("truncated"):
+            flags.append("stream-cut")
+        if fork_at is not None and event.live and not fork_seen:
+            fork_seen = True
+            flags.append("fork")
+        row["flags"] = flags
+        rows.append(row)
+
+    bodies: list[bytes] = [b"null"] * len(events)
+    first = order or []
+    seen = set(first)
+    for index in [*first, *(i for i in range(len(events)) if i not in seen)]:
+        text, clipped = embedder.step(trace, events[index], store)
+        bodies[index] = text
+        if text == b"null":
+            rows[index]["flags"].append("omitted")
+        elif clipped:
+            rows[index]["flags"].append("clipped")
+
+    usage = account(Trace(hydrated, header=trace.header, path=trace.path), prices=prices)
+    timed = [e for e in events if e.ts > 0]
+    wall = (max(e.ts * 1000 + e.duration_ms for e in timed) - t0 * 1000) if timed else 0.0
+    kinds: dict[str, int] = {}
+    for event in events:
+        kinds[event.kind] = kinds.get(event.kind, 0) + 1
+    totals = {
+        "steps": len(events),
+        "errors": sum(1 for e in events if not e.ok),
+        "kinds": kinds,
+        "wall_ms": round(wall, 3),
+        "live_ms": round(sum(e.duration_ms for e in events if e.live), 3),
+        "replayed": sum(1 for e in events if not e.live),
+        "input_tokens": usage.total_input_tokens,
+        "output_tokens": usage.total_output_tokens,
+        "cost": usage.total_cost,
+        "calls_without_usage": usage.calls_without_usage,
+        "unpriced_models": usage.unpriced_models,
+        "replayed_llm_calls": usage.replayed_calls,
+        "prices_checked": PRICES_CHECKED,
+        "models": [
+            {
+                "model": m.model,
+                "calls": m.calls,
+                "without_usage": m.calls_without_usage,
+                "input_tokens": m.input_tokens,
+                "output_tokens": m.output_tokens,
+                "cost": m.cost,
+            }
+            for m in usage.per_model
+        ],
+    }
+    notes: list[str] = []
+    if trace.torn_tail:
+        notes.append("the last line of the file is torn (the recording process was killed mid-write); complete steps shown")
+    data = {
+        "label": label or trace.path or "trace",
+        "path": trace.path,
+        "header": _header(trace, embedder),
+        "version": trace.version,
+        "torn_tail": trace.torn_tail,
+        "fork_at": fork_at,
+        "t0": t0,
+        "totals": totals,
+        "steps": rows,
+        "notes": notes,
+    }
+    return TraceSection(data=data, bodies=bodies)
+
+
+__all__ = ["TraceSection", "build_section"]
