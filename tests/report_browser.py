@@ -176,9 +176,7 @@ class Page:
         self.wait_for("Page.loadEventFired", timeout)
 
     def evaluate(self, expression: str) -> Any:
-        result = self.send(
-            "Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}
-        )
+        result = self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True})
         if "exceptionDetails" in result:
             raise BrowserError(f"script failed: {result['exceptionDetails']}")
         return result.get("result", {}).get("value")

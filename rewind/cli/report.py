@@ -48,7 +48,9 @@ def price_table(prices: dict[str, ModelPrice], prices_file: str | None) -> dict[
     metavar="FILE",
     help="Where to write the HTML (default: TRACE with .html instead of .rewind).",
 )
-@click.option("--inline", is_flag=True, help="Embed every payload and image whole (the file may get as big as the trace).")
+@click.option(
+    "--inline", is_flag=True, help="Embed every payload and image whole (the file may get as big as the trace)."
+)
 @click.option(
     "--max-size",
     type=click.FloatRange(min=0.1),

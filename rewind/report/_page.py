@@ -15,7 +15,7 @@ import hashlib
 import json
 import math
 import re
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -29,9 +29,9 @@ _ESCAPES = (
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def _static(name: str) -> str:
-    return resources.files(__package__).joinpath("static", name).read_text(encoding="utf-8")
+    return resources.files(__package__).joinpath("static").joinpath(name).read_text(encoding="utf-8")
 
 
 def script_safe(data: bytes) -> bytes:

@@ -74,11 +74,10 @@ class Embedder:
             self.omitted_steps += 1
             return b"null", False
         raw = event.stored_line()
-        if raw is not None and (limits.max_line is None or len(raw) <= limits.max_line):
-            # NaN/Infinity (which Python's json writes) and blob markers need the parse below.
-            if (store is None or _blobs.BLOB_MARKER not in raw) and b"NaN" not in raw and b"Infinity" not in raw:
-                self.used += len(raw)
-                return raw, False
+        # NaN/Infinity (which Python's json writes) and blob markers need the parse below.
+        if raw is not None and _as_stored(raw, limits, store):
+            self.used += len(raw)
+            return raw, False
         if raw is not None:
             data: Any = json.loads(raw)  # blob markers kept: resolved once per blob below
         else:
@@ -132,7 +131,9 @@ class Embedder:
         if raw:
             limit = self.limits.max_string
             text = data.hex()
-            result: Any = text if limit is None or len(text) <= limit else {CLIP: text[:limit], "omitted": len(text) - limit}
+            result: Any = (
+                text if limit is None or len(text) <= limit else {CLIP: text[:limit], "omitted": len(text) - limit}
+            )
         else:
             result = self._string(data.decode("utf-8", "surrogatepass"), media)
         self._blob_cache[key] = result
@@ -168,6 +169,15 @@ class Embedder:
         elif self.images[index] is None:
             self._clipped = True
         return {IMAGE: index, "bytes": size, "type": media}
+
+
+def _as_stored(raw: bytes, limits: Limits, store: _blobs.BlobStore | None) -> bool:
+    """Whether a stored line can go into the page as it is (small, strict JSON, no blobs)."""
+    if limits.max_line is not None and len(raw) > limits.max_line:
+        return False
+    if store is not None and _blobs.BLOB_MARKER in raw:
+        return False
+    return b"NaN" not in raw and b"Infinity" not in raw
 
 
 def _media_type(value: dict[str, Any]) -> str | None:

@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import blobs as _blobs
-from .._preview import error_line, model_of, outcome
+from .._preview import error_line, model_of, outcome, stream_text
 from ..accounting import PRICES_CHECKED, ModelPrice, account, price_for, usage_of
 from ..trace import BLOBS_FORMAT_VERSION, Trace
 from ._payload import Embedder, Limits
 
 _SUMMARY = 240
+_STREAMED = 20_000
 
 
 @dataclass
@@ -81,17 +82,21 @@ def build_section(
         if event.kind == "llm":
             model = model_of(step)
             row["model"] = model
-            usage = usage_of(step)
-            if usage is not None:
-                row["tin"], row["tout"] = usage
+            tokens = usage_of(step)
+            if tokens is not None:
+                row["tin"], row["tout"] = tokens
                 if model is not None and event.live:
                     if model not in prices_cache:
                         prices_cache[model] = price_for(model, prices)
                     price = prices_cache[model]
                     if price is not None:
-                        row["cost"] = price.cost(*usage)
-        flags: list[str] = []
+                        row["cost"] = price.cost(*tokens)
         stream = step.get("stream")
+        if stream is not None and event.kind == "llm":
+            streamed = stream_text(step)
+            if streamed:
+                row["streamed"] = streamed if len(streamed) <= _STREAMED else streamed[:_STREAMED] + " …"
+        flags: list[str] = []
         if isinstance(stream, dict) and stream.get("truncated"):
             flags.append("stream-cut")
         if fork_at is not None and event.live and not fork_seen:
@@ -145,7 +150,9 @@ def build_section(
     }
     notes: list[str] = []
     if trace.torn_tail:
-        notes.append("the last line of the file is torn (the recording process was killed mid-write); complete steps shown")
+        notes.append(
+            "the last line of the file is torn (the recording process was killed mid-write); complete steps shown"
+        )
     data = {
         "label": label or trace.path or "trace",
         "path": trace.path,

@@ -322,11 +322,13 @@
         } else if (p.json !== undefined) {
           add(node, jsonNode(p.json));
         } else {
+          if (textOf(p.text) === "") return;
           add(node, textNode(p.text, p.thinking ? "text clip" : "text"));
         }
         shown++;
       });
-      if (shown) add(box, node);
+      if (answer && !shown) add(node, el("div", "clip", "(no content)"));
+      if (shown || answer) add(box, node);
     }
     messages.forEach(function (m) { drawMessage(m, false); });
     answers.forEach(function (m) { drawMessage(m, true); });
@@ -389,8 +391,8 @@
       var conv = conversation(body.request, body.response, row);
       if (conv) {
         add(box, el("h3", null, "Conversation"), conv);
-        if (body.response === undefined || body.response === null) {
-          if (row.ok && stream !== undefined) add(conv, add(el("div", "msg assistant answer"), el("div", "role", "answer (streamed)"), textNode(row.summary)));
+        if (row.streamed !== undefined && row.streamed !== null) {
+          add(conv, add(el("div", "msg assistant answer"), el("div", "role", "streamed text (assembled from the recorded chunks)"), textNode(row.streamed)));
         }
       }
     } else {
