@@ -18,9 +18,12 @@ as the agent drops it, never inside a garbage-collection cycle.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 import wrapt
+
+from rewind.errors import RedactionError
 
 from ._stainless import sse_chunks
 
@@ -29,6 +32,10 @@ if TYPE_CHECKING:
     from rewind.trace import Event
 
     from ._surface import Surface
+
+#: Set while a hooked call (or the live read of its recorded stream) runs: SDK work nested
+#: in it belongs to that step, so hooked methods it reaches pass straight through.
+NESTED: ContextVar[bool] = ContextVar("rewind_inside_surface", default=False)
 
 
 # --------------------------------------------------------------------------- engines
@@ -77,6 +84,8 @@ class RecordEngine:
                 attributes=provider.response_attributes(self.surface, summary),
                 converted=True,
             )
+        except RedactionError:
+            raise  # recorded as the step; the agent's read ends with it (close paths swallow it)
         except Exception:  # finishing must never break the agent's read
             call.abandon()
 
@@ -133,8 +142,9 @@ Engine = RecordEngine | ReplayEngine
 
 
 def _redacted(call: Call, extra: dict[str, Any]) -> dict[str, Any]:
-    redact = call.session.redact
-    return redact(extra) if redact is not None else extra
+    # A failing redactor records the step as a RedactionError and raises it.
+    result: dict[str, Any] = call.redacted(extra, "stream")
+    return result
 
 
 def _finish_quietly(engine: Engine, **kwargs: Any) -> None:
@@ -183,6 +193,7 @@ class SyncStream(wrapt.ObjectProxy):
             return engine.next_item()
         if engine.finished:
             return self.__wrapped__.__next__()  # read on after close(): the SDK decides what happens
+        token = NESTED.set(True)  # a lazy SDK stream sends its request on the first read
         try:
             with engine.call.activate():
                 item = self.__wrapped__.__next__()
@@ -192,6 +203,8 @@ class SyncStream(wrapt.ObjectProxy):
         except BaseException as exc:
             engine.finish(complete=False, exc=exc)
             raise
+        finally:
+            NESTED.reset(token)
         return engine.take(item)
 
     def __enter__(self) -> SyncStream:
@@ -246,6 +259,7 @@ class AsyncStream(wrapt.ObjectProxy):
                 raise StopAsyncIteration from None
         if engine.finished:
             return await self.__wrapped__.__anext__()
+        token = NESTED.set(True)
         try:
             with engine.call.activate():
                 item = await self.__wrapped__.__anext__()
@@ -255,6 +269,8 @@ class AsyncStream(wrapt.ObjectProxy):
         except BaseException as exc:
             engine.finish(complete=False, exc=exc)
             raise
+        finally:
+            NESTED.reset(token)
         return engine.take(item)
 
     async def __aenter__(self) -> AsyncStream:

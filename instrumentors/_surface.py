@@ -81,7 +81,6 @@ import threading
 import warnings
 import weakref
 from collections.abc import Callable, Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, TypedDict
@@ -89,18 +88,18 @@ from typing import Any, TypedDict
 import wrapt
 
 from rewind.core import Call, begin_call
-from rewind.errors import PatchGapWarning, ReviveFallbackWarning
+from rewind.errors import PatchGapWarning, RedactionError, ReviveFallbackWarning
 from rewind.session import current_session, warn_if_threadless
 
 from ._errors import error_record, revive_error
 from ._kit import Kit
 from ._stainless import SDKKit, dump_model, resolve, sse_bytes
+from ._streams import NESTED as _NESTED
 from ._streams import AsyncRaw, RecordEngine, ReplayEngine, SyncRaw, stream_proxy
 
 #: Call keywords that configure transport, not the request: never part of identity.
 TRANSPORT_KEYS = frozenset({"extra_headers", "timeout", "api_key", "idempotency_key"})
 
-_NESTED: ContextVar[bool] = ContextVar("rewind_inside_surface", default=False)
 _WARNED: set[str] = set()
 _WARNED_LOCK = threading.Lock()
 
@@ -402,6 +401,8 @@ class _Invocation:
         try:
             error = self.surface.provider.error_record(exc) if isinstance(exc, Exception) else None
             self.call.fail(exc, error=error)
+        except RedactionError:
+            raise  # the user's redactor failed: recorded as the step, and the agent sees it too
         except Exception:  # the agent's exception matters, not ours
             self.call.abandon(exc)
 
@@ -409,6 +410,8 @@ class _Invocation:
         """Record a live result; may return a recording proxy in its place."""
         try:
             return self._adopt(result)
+        except RedactionError:
+            raise  # the user's redactor failed: recorded as the step, and the agent sees it too
         except Exception:  # bookkeeping failed: keep the agent's result
             self.call.abandon()
             return result

@@ -25,6 +25,7 @@ from .errors import (
     LiveCallDuringReplay,
     LossySerializationWarning,
     PatchGapWarning,
+    RedactionError,
     ReplayDriftWarning,
     ReplayedError,
     ReviveFallbackWarning,
@@ -47,6 +48,7 @@ from .integrations import (
     patch_mistral,
     patch_openai,
     patch_together,
+    patch_xai,
 )
 from .matching import FuzzyMatcher, IncomingCall, Matcher, OrderedMatcher, ParallelMatcher, StrictMatcher
 from .replay import ReplaySpanProcessor
@@ -71,6 +73,7 @@ __all__ = [
     "PatchGapWarning",
     "ReplayDriftWarning",
     "ReplaySpanProcessor",
+    "RedactionError",
     "ReplayedError",
     "ReviveFallbackWarning",
     "RewindError",
@@ -96,6 +99,7 @@ __all__ = [
     "patch_mistral",
     "patch_openai",
     "patch_together",
+    "patch_xai",
     "begin_call",
     "current_session",
     "fork",

@@ -35,9 +35,9 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from . import content_capture
 from ._channel import PARCELS, Parcel
-from .canonical import canonical_json, canonical_text, fingerprint, text_fingerprint, to_jsonable
-from .errors import DivergenceError, TraceFormatError
-from .replayed_error import decode_error, encode_error
+from .canonical import canonical_json, canonical_text, ensure_jsonable, text_fingerprint, to_jsonable
+from .errors import DivergenceError, RedactionError, TraceFormatError
+from .replayed_error import decode_error, encode_error, is_cancellation, replayed_cancellation
 from .telemetry import STARTING, TRACERS, usage_attributes
 from .trace import Event
 
@@ -92,18 +92,19 @@ class Call:
             text = canonical_text(request)
             if text is None:
                 # Not plain JSON data: convert now, before the agent can mutate it.
-                self._request = to_jsonable(request)
+                self._request = to_jsonable(request, where="request")
                 self._raw = None
                 text = canonical_json(self._request)
             self.request_text = text
             self.fingerprint = text_fingerprint(text)
         else:
-            self._request = to_jsonable(request)
+            self._request = to_jsonable(request, where="request")
             self._raw = None
-            self.fingerprint = fingerprint(self.identity)
-        if session.redact is not None:
-            self.stored_request = session.redact(self._fresh_request())
+            self.fingerprint = _identity_fingerprint(self.identity)
         self.seq: int | None = None
+        if session.redact is not None:
+            # Before the call runs: a redactor that fails on the request stops it here.
+            self.stored_request = self._redact(self._fresh_request(), "request")
         self.served: Event | None = None
         self.divergence: DivergenceError | None = None
         self.decided = False
@@ -123,7 +124,7 @@ class Call:
             if self.request_text is not None:
                 self._request = json.loads(self.request_text)
             else:
-                self._request = to_jsonable(self._raw)
+                self._request = to_jsonable(self._raw, where="request")
             self._raw = None  # the JSON form is all rewind keeps of the agent's objects
         return self._request
 
@@ -263,8 +264,12 @@ class Call:
         return event.response
 
     def raise_recorded_error(self, event: Event, error: BaseException | None = None) -> None:
-        if error is None:
-            error = decode_error(event.error or {}, event.seq)
+        record = event.error or {}
+        cancelled = replayed_cancellation(record)
+        if cancelled is not None:
+            error = cancelled  # the recorded call was cancelled: cancel the task replaying it
+        elif error is None:
+            error = decode_error(record, event.seq)
         self._end_with_error(error)
         raise error
 
@@ -291,9 +296,9 @@ class Call:
         converted: bool = False,
     ) -> Event:
         """Record the live call's response; ``converted`` when it is JSON data already."""
-        data = response if converted else to_jsonable(response)
+        data = response if converted else to_jsonable(response, where="response")
         if self.session.redact is not None:
-            data = self.session.redact(data)
+            data = self._redact_or_record(data, "response")
         event = self._event(response=data, extra=extra)
         if self._annotating:
             self.span.set_attributes(self._end_attributes(data, attributes))
@@ -307,13 +312,27 @@ class Call:
         error: Mapping[str, Any] | None = None,
         extra: Mapping[str, Any] | None = None,
     ) -> Event | None:
-        """Record the live call's exception. Cancellations and exits are not steps."""
-        if not isinstance(exc, Exception):
+        """Record the live call's exception.
+
+        An asyncio cancellation is a step (so the same program replays without a gap, and
+        the step is cancelled again); other exits (``KeyboardInterrupt``, ``SystemExit``,
+        ``GeneratorExit``) end the run, not the step, and are not recorded.
+        """
+        if is_cancellation(exc):
+            record = encode_error(exc)
+            record["cancelled"] = True
+        elif not isinstance(exc, Exception):
             self._end_with_error(exc)
             return None
-        record = dict(error) if error is not None else encode_error(exc)
+        else:
+            record = dict(error) if error is not None else encode_error(exc)
         if self.session.redact is not None:
-            record = self.session.redact(record)
+            record = self._redact_or_record(record, "error record")
+        return self._record_error(exc, record, extra)
+
+    def _record_error(
+        self, exc: BaseException, record: Mapping[str, Any], extra: Mapping[str, Any] | None = None
+    ) -> Event:
         if self._annotating:
             self.span.record_exception(exc)
             self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:256]))
@@ -321,6 +340,59 @@ class Call:
         event = self._event(error=record, extra=extra)
         self._commit(event)
         return event
+
+    # -- redaction ------------------------------------------------------------------
+    def redacted(self, data: Any, what: str) -> Any:
+        """``data`` through the session's ``redact=`` (for an instrumentor's extras).
+
+        A failing redactor records this step as a ``RedactionError`` and raises it.
+        """
+        if self.session.redact is None:
+            return data
+        return self._redact_or_record(data, what)
+
+    def _redact(self, data: Any, what: str) -> Any:
+        redact = self.session.redact
+        assert redact is not None
+        try:
+            out = redact(data)
+        except Exception as exc:
+            # The redactor's own message may quote what it was given: it stays in the
+            # chained cause (in this process), never in the error rewind records.
+            raise RedactionError(self._redaction_message(redact, exc, what), step=self._step_for_errors()) from exc
+        return ensure_jsonable(out, where=f"redact({what})")
+
+    def _redact_or_record(self, data: Any, what: str) -> Any:
+        try:
+            return self._redact(data, what)
+        except RedactionError as error:
+            # The call ran: its step is this error, so the trace has no gap and a replay
+            # raises it at the same place. Nothing the redactor was given is written.
+            self._record_error(error, encode_error(error))
+            raise
+
+    def _redaction_message(self, redact: Any, exc: Exception, what: str) -> str:
+        name = getattr(redact, "__qualname__", None) or type(redact).__qualname__
+        module = getattr(redact, "__module__", None)
+        label = f"{module}.{name}" if module and module != "builtins" else name
+        step = self._step_for_errors()
+        if what == "request":
+            outcome = f"(it would have been step {step}); the call did not run and nothing of it was recorded"
+        else:
+            outcome = (
+                f"at step {step}; the {what} was not written: the step is recorded as this error, "
+                "and a replay raises it again here"
+            )
+        return (
+            f"redact={label} raised {type(exc).__name__} on the {what} of {self.kind} call {self.name!r} "
+            f"{outcome}. A redactor must accept every request, response and error record "
+            "(see docs/recording.md)."
+        )
+
+    def _step_for_errors(self) -> int:
+        if self.seq is not None:
+            return self.seq
+        return self.session.peek_seq()
 
     def _event(
         self, *, response: Any = None, error: Mapping[str, Any] | None = None, extra: Mapping[str, Any] | None = None
@@ -404,6 +476,14 @@ class _Activation(AbstractContextManager[trace_api.Span]):
         context_api.detach(self._token)  # type: ignore[arg-type]
 
 
+def _identity_fingerprint(identity: Any) -> str:
+    """The fingerprint of what ``normalize=`` returned (plain data hashes as it always did)."""
+    text = canonical_text(identity)
+    if text is None:
+        text = canonical_json(to_jsonable(identity, where="normalize(request)"))
+    return text_fingerprint(text)
+
+
 _SESSIONS: ModuleType | None = None
 
 
@@ -435,4 +515,3 @@ def begin_call(
     call = Call(session, kind, name, request)
     call._start_span(span_name, attributes)
     return call
-

@@ -10,7 +10,25 @@ from typing import Any
 
 
 class RewindError(Exception):
-    """Base class for all rewind errors."""
+    """Base class for all rewind errors.
+
+    Every rewind error survives ``pickle`` and ``copy`` (so it crosses a process pool or
+    a pytest-xdist worker): subclasses whose ``__init__`` takes keyword arguments rebuild
+    from their message and attributes rather than from ``args``.
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if type(self).__init__ is Exception.__init__:
+            return super().__reduce__()  # type: ignore[return-value]  # a tuple for exceptions
+        return (_rebuild, (type(self), self.args, dict(vars(self))))
+
+
+def _rebuild(cls: type[RewindError], args: tuple[Any, ...], state: dict[str, Any]) -> RewindError:
+    """Unpickle a rewind error without calling its keyword-only ``__init__``."""
+    error = cls.__new__(cls)
+    Exception.__init__(error, *args)
+    error.__dict__.update(state)
+    return error
 
 
 class TraceFormatError(RewindError):
@@ -72,6 +90,26 @@ class ReplayedError(RewindError):
 
     def __str__(self) -> str:
         return self.original_message
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Rebuilt through the receiving process's imported modules (or as plain
+        # ReplayedError): see rewind.replayed_error.reduce_replayed.
+        from .replayed_error import reduce_replayed
+
+        return reduce_replayed(self)
+
+
+class RedactionError(RewindError):
+    """A ``redact=`` function raised: the payload it was given was not written.
+
+    ``step`` is the step the call took (or would have taken). Its message names the
+    redactor, the call and what it was redacting, never the payload or the redactor's
+    own message (which may echo what it saw); that exception is the ``__cause__``.
+    """
+
+    def __init__(self, message: str, *, step: int = -1) -> None:
+        self.step = step
+        super().__init__(message)
 
 
 class ScriptExhausted(RewindError):

@@ -1,20 +1,52 @@
 """Recording exceptions as data, and raising them again at replay.
 
 A trace is data: turning an error record back into an exception never imports a
-module. The original class is used only when its module is already in
-``sys.modules`` (the agent imported it, so it can catch it).
+module, never runs a module's lazy ``__getattr__``, and never revives anything but an
+``Exception`` subclass. The original class is used only when its module is already in
+``sys.modules`` (the agent imported it, so it can catch it) and it is found by walking
+module and class dictionaries. Only scalar attributes with plain public names are set
+on the revived error.
+
+A recorded error whose exception carried an HTTP response (an ``httpx.HTTPStatusError``
+raised inside a tool, an SDK's status error) replays with the bounded ``e.response``
+shim of ``rewind._http_error``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sys
+from collections.abc import Mapping
 from typing import Any
 
+from ._http_error import Unrecorded, replayed_response, response_record
 from .canonical import to_jsonable
 from .errors import ReplayedError
 
 _SCALARS = (str, int, float, bool, type(None))
 _CLASS_CACHE: dict[type[BaseException], type[ReplayedError]] = {}
+#: What ReplayedError itself sets: a recorded attribute never overrides these.
+_RESERVED = frozenset({"original_type", "original_message", "step", "args"})
+
+
+def is_cancellation(exc: BaseException) -> bool:
+    """An asyncio task cancellation (recorded as a step; see ``Call.fail``)."""
+    return isinstance(exc, asyncio.CancelledError)
+
+
+def replayed_cancellation(record: Mapping[str, Any]) -> asyncio.CancelledError | None:
+    """The cancellation to raise for a recorded cancelled step, when replaying in a task.
+
+    Outside a running asyncio task a cancellation would escape as a process-level
+    ``BaseException``, so the step replays as a plain ``ReplayedError`` instead.
+    """
+    if record.get("cancelled") is not True:
+        return None
+    try:
+        in_task = asyncio.current_task() is not None
+    except RuntimeError:  # no running event loop
+        in_task = False
+    return asyncio.CancelledError() if in_task else None
 
 
 def encode_error(exc: BaseException) -> dict[str, Any]:
@@ -22,41 +54,62 @@ def encode_error(exc: BaseException) -> dict[str, Any]:
     cls = type(exc)
     attrs: dict[str, Any] = {}
     for key, value in getattr(exc, "__dict__", {}).items():
-        if not key.startswith("_") and isinstance(value, _SCALARS):
+        if _plain_name(key) and isinstance(value, _SCALARS):
             attrs[key] = value
+    try:
+        message = str(exc)
+    except Exception:  # a broken __str__ must not break the agent's call
+        message = f"<{cls.__qualname__} (str() raised)>"
     record: dict[str, Any] = {
         "type": f"{cls.__module__}.{cls.__qualname__}",
         "module": cls.__module__,
         "qualname": cls.__qualname__,
-        "message": str(exc),
+        "message": message,
     }
     if attrs:
         record["attrs"] = attrs
     args = [a for a in exc.args if isinstance(a, _SCALARS)]
     if args and len(args) == len(exc.args) and [str(a) for a in args] != [record["message"]]:
-        record["args"] = to_jsonable(args)
+        record["args"] = to_jsonable(args, where="error.args")
+    response = response_record(exc)
+    if response is not None:
+        record["response"] = response
     return record
 
 
-def resolve_class(module: str, qualname: str) -> type[BaseException] | None:
-    """The exception class named by a record, only from modules already imported."""
+def _plain_name(key: Any) -> bool:
+    return isinstance(key, str) and key.isidentifier() and not key.startswith("_")
+
+
+def resolve_class(module: str, qualname: str) -> type[Exception] | None:
+    """The exception class named by a record, only from modules already imported.
+
+    Walks ``vars(module)`` and class ``__dict__``s: a module's lazy ``__getattr__`` (which
+    may import hundreds of modules) never runs, and neither does any descriptor.
+    """
     obj: Any = sys.modules.get(module)
     if obj is None:
         return None
     for part in qualname.split("."):
-        if part == "<locals>":
+        if part == "<locals>" or not part.isidentifier():
             return None
-        obj = getattr(obj, part, None)
+        try:
+            namespace = object.__getattribute__(obj, "__dict__")
+        except AttributeError:
+            return None
+        obj = namespace.get(part) if isinstance(namespace, Mapping) else None
         if obj is None:
             return None
-    if isinstance(obj, type) and issubclass(obj, BaseException):
+    # Only Exception subclasses: a record naming SystemExit, KeyboardInterrupt,
+    # GeneratorExit or any other BaseException must not end the process or a test run.
+    if isinstance(obj, type) and issubclass(obj, Exception):
         return obj
     return None
 
 
 def replayed_class(original: type[BaseException] | None) -> type[ReplayedError]:
     """A ``ReplayedError`` subclass that is also an ``original`` (cached per class)."""
-    if original is None or issubclass(original, ReplayedError):
+    if original is None or not issubclass(original, Exception) or issubclass(original, ReplayedError):
         return ReplayedError
     cached = _CLASS_CACHE.get(original)
     if cached is not None:
@@ -70,6 +123,7 @@ def replayed_class(original: type[BaseException] | None) -> type[ReplayedError]:
                 "__qualname__": original.__qualname__,
                 "__init__": ReplayedError.__init__,
                 "__str__": ReplayedError.__str__,
+                "__rewind_original__": original,
             },
         )
     except TypeError:  # e.g. an instance-layout conflict with a C exception type
@@ -78,22 +132,75 @@ def replayed_class(original: type[BaseException] | None) -> type[ReplayedError]:
     return cls
 
 
-def decode_error(record: dict[str, Any], step: int) -> ReplayedError:
+def decode_error(record: Mapping[str, Any], step: int, *, httpx: Any = None) -> ReplayedError:
     """Rebuild the exception recorded as ``record`` at ``step``."""
-    module = str(record.get("module", ""))
-    qualname = str(record.get("qualname", ""))
-    message = str(record.get("message", ""))
+    module = _text(record.get("module"))
+    qualname = _text(record.get("qualname"))
+    message = _text(record.get("message"))
     original = resolve_class(module, qualname) if module and qualname else None
     cls = replayed_class(original)
-    exc = cls.__new__(cls)
     args = record.get("args")
-    BaseException.__init__(exc, *(args if isinstance(args, list) and args else [message]))
-    exc.original_type = str(record.get("type", f"{module}.{qualname}"))
+    scalar_args = [a for a in args if isinstance(a, _SCALARS)] if isinstance(args, list) else []
+    exc = _instance(cls, scalar_args or [message])
+    exc.original_type = _text(record.get("type")) or f"{module}.{qualname}"
     exc.original_message = message
     exc.step = step
-    for key, value in (record.get("attrs") or {}).items():
-        try:
-            setattr(exc, key, value)
-        except (AttributeError, TypeError):
-            pass  # a read-only property on the original class
+    attrs = record.get("attrs")
+    if isinstance(attrs, Mapping):
+        for key, value in attrs.items():
+            if _settable(cls, key, value):
+                _set(exc, key, value)
+    response = record.get("response")
+    if isinstance(response, Mapping):
+        _set(exc, "response", replayed_response(response, httpx))
+        if not (isinstance(attrs, Mapping) and "request" in attrs):
+            _set(exc, "request", Unrecorded("e.request"))
     return exc
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _instance(cls: type[ReplayedError], args: list[Any]) -> ReplayedError:
+    exc = cls.__new__(cls)
+    BaseException.__init__(exc, *args)
+    return exc
+
+
+def _settable(cls: type, key: Any, value: Any) -> bool:
+    """A recorded attribute is set only when it is a scalar under a plain public name
+    that the class does not define as a method, property or other descriptor."""
+    if not _plain_name(key) or key in _RESERVED or not isinstance(value, _SCALARS):
+        return False
+    for klass in cls.__mro__:
+        if key in vars(klass):
+            member = vars(klass)[key]
+            return isinstance(member, _SCALARS)  # a class-level default may be shadowed
+    return True
+
+
+def _set(exc: BaseException, name: str, value: Any) -> None:
+    try:
+        setattr(exc, name, value)
+    except (AttributeError, TypeError):
+        pass  # a read-only property on the original class
+
+
+def _rebuild(module: str, qualname: str, args: tuple[Any, ...], state: dict[str, Any]) -> ReplayedError:
+    """Unpickle a replayed error: the original class again when the receiving process
+    has it imported, else plain ``ReplayedError`` (never importing anything)."""
+    original = resolve_class(module, qualname) if module and qualname else None
+    exc = _instance(replayed_class(original), list(args))
+    for key, value in state.items():
+        _set(exc, key, value)
+    return exc
+
+
+def reduce_replayed(error: ReplayedError) -> tuple[Any, ...]:
+    """``ReplayedError.__reduce__``: the synthetic class is named like the original, so
+    pickle's default (look the class up by name) would find the original instead."""
+    original = getattr(type(error), "__rewind_original__", None)
+    module = original.__module__ if original is not None else ""
+    qualname = original.__qualname__ if original is not None else ""
+    return (_rebuild, (module, qualname, error.args, dict(vars(error))))

@@ -171,6 +171,7 @@ class Session:
         else:
             source = Trace.open(self.path)
             self.trace = source
+            self._check_break_at(source)
             matcher = resolve_matcher(self._match)
             self._replayer = ReplaySpanProcessor(source, matcher, self._lock, fork_at=self._fork_at)
             if self._fork_at is not None:
@@ -195,6 +196,16 @@ class Session:
                 self.writer = TraceWriter(self._save_as, header, externalize=threshold, release_bodies=True)
         if self.writer is not None:
             self._export = SimpleSpanProcessor(RewindSpanExporter(self.writer))
+
+    def _check_break_at(self, source: Trace) -> None:
+        if self.break_at is None or any(event.seq == self.break_at for event in source.events):
+            return
+        count = len(source.events)
+        last = f" (steps 0-{source.events[-1].seq})" if count else ""
+        raise ValueError(
+            f"replay(break_at={self.break_at}) is past the end of {self.path}, which has {count} "
+            f"steps{last}; no step {self.break_at} will ever be served"
+        )
 
     def _close(self) -> None:
         if self.writer is not None:
@@ -225,6 +236,10 @@ class Session:
             if not call.decided:
                 call.decided = True
                 call.seq = self.reserve_seq_locked()
+
+    def peek_seq(self) -> int:
+        """The seq the next live call would take (for messages; nothing is reserved)."""
+        return self._next_seq
 
     def reserve_seq_locked(self) -> int:
         seq = self._next_seq

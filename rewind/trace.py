@@ -21,7 +21,10 @@ both load them eagerly.
 from __future__ import annotations
 
 import gzip
+import itertools
 import json
+import math
+import operator
 import os
 import re
 import threading
@@ -29,11 +32,13 @@ import time
 import weakref
 import zlib
 from collections.abc import Callable, Iterator, Mapping
-from json.decoder import JSONDecodeError, scanstring  # type: ignore[attr-defined]  # public at runtime, not in typeshed
+from json.decoder import JSONDecodeError
 from pathlib import Path
 from typing import Any
 
+from . import _safe_read as _safe
 from . import blobs as _blobs
+from .canonical import ensure_jsonable
 from .errors import TraceFormatError
 
 FORMAT_NAME = "agent-rewind"
@@ -67,11 +72,12 @@ _scan_value: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_onc
 class _LineSource:
     """Random access to the lines of one trace file, for lazily loaded events."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, fd: int | None = None) -> None:
+        """Reads ``path`` through ``fd`` when given (the source then owns and closes it)."""
         self.path = path
         self.blobs: _blobs.BlobStore | None = None
         self._window: tuple[int, bytes] | None = None
-        self._fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        self._fd = fd if fd is not None else os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
         self._lock = threading.Lock()
         self._finalizer = weakref.finalize(self, os.close, self._fd)
 
@@ -325,6 +331,11 @@ class Event:
         data.update(changes)
         return Event.from_dict(data)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled (inside a DivergenceError crossing a process pool, say) as its data:
+        # a lazily loaded event's file handle and lock stay in this process.
+        return (Event.from_dict, (self.to_dict(),))
+
     def __repr__(self) -> str:
         outcome = "ok" if self.ok else "error"
         return f"Event(seq={self.seq}, kind={self.kind!r}, name={self.name!r}, {outcome})"
@@ -344,16 +355,45 @@ class _Incomplete(Exception):
 def _read_body(source: _LineSource, offset: int, length: int) -> dict[str, Any]:
     raw = source.read(offset, length)
     try:
-        parsed = json.loads(raw)
-        if not isinstance(parsed, dict):
-            raise ValueError("an event line must be a JSON object")
+        parsed = _body_fields(raw)
     except ValueError as exc:
         raise _corrupt(source, offset, exc) from None
-    for key in _SKELETON_KEYS:
-        parsed.pop(key, None)
     if source.blobs is not None and _blobs.BLOB_MARKER in raw:
         parsed = _restore_fields(parsed, source.blobs, None)
     return parsed
+
+
+def _decode(raw: bytes) -> str:
+    # UnicodeDecodeError is a ValueError: a line that is not UTF-8 is a corrupt line.
+    return raw.decode("utf-8", "surrogatepass")
+
+
+def _body_fields(raw: bytes) -> dict[str, Any]:
+    """Every field of an event line but the skeleton, checked strictly: each key once
+    (a skeleton key included), nothing after the object, nesting within ``MAX_DEPTH``."""
+    match = _SKELETON.match(raw)
+    if match is None:
+        data = _safe.strict_object(_decode(raw), _scan_value)
+        for key in _SKELETON_KEYS:
+            data.pop(key, None)
+        return data
+    end = match.end()
+    if raw[end - 1] == 0x7D:  # "}": a skeleton-only line
+        if end != len(raw):
+            raise ValueError(f"extra data after the event at column {end + 1}")
+        return {}
+    text = _decode(raw[end:])
+    try:
+        body, stop = _safe.scan_fields(text, 0, _scan_value, into={}, reserved=_SKELETON_KEYS, column=end)
+    except (IndexError, StopIteration):
+        raise ValueError("the event line ends early") from None
+    except JSONDecodeError as exc:
+        raise ValueError(str(exc)) from None
+    if stop != len(text):
+        raise ValueError(f"extra data after the event at column {end + stop + 1}")
+    if _safe.maybe_deep(raw, _safe.MAX_DEPTH) and _safe.too_deep(body, _safe.MAX_DEPTH):
+        raise _safe.depth_error()
+    return body
 
 
 def _read_head(source: _LineSource, offset: int, length: int) -> dict[str, Any]:
@@ -379,48 +419,43 @@ def _corrupt(source: _LineSource, offset: int, exc: Exception) -> TraceFormatErr
 
 
 def _parse_head(raw: bytes, *, complete: bool) -> dict[str, Any]:
-    """The body fields that come before ``"request"`` on a line our writer wrote."""
+    """The body fields that come before ``"request"`` on a line our writer wrote.
+
+    Keys are checked as strictly as a full read checks them (each once, no skeleton
+    key again); what follows ``"request"`` is checked when the request is read."""
     match = _SKELETON.match(raw)
     if match is None:
         if not complete:
             raise _Incomplete
         raise ValueError("the event skeleton is damaged")
-    if raw[match.end() - 1] == 0x7D:  # "}": a skeleton-only line
+    end = match.end()
+    if raw[end - 1] == 0x7D:  # "}": a skeleton-only line
+        if complete and end != len(raw):
+            raise ValueError(f"extra data after the event at column {end + 1}")
         return {}
-    chunk = raw[match.end() :]
+    chunk = raw[end:]
     if not complete:
         chunk = _whole_characters(chunk)
+    text = _decode(chunk)
     try:
-        text = chunk.decode("utf-8", "surrogatepass")
-    except UnicodeDecodeError as exc:
-        raise ValueError(str(exc)) from None
-    head: dict[str, Any] = {}
-    pos = 0
-    try:
-        while True:
-            if text.startswith(_REQUEST_KEY, pos):
-                return head
-            if text[pos] != '"':
-                raise ValueError(f"expected a field name at column {match.end() + pos + 1}")
-            key, pos = scanstring(text, pos + 1)
-            if text[pos] != ":":
-                raise ValueError(f"expected ':' at column {match.end() + pos + 1}")
-            value, pos = _scan_value(text, pos + 1)
-            head[key] = value
-            sep = text[pos]
-            if sep == "}":
-                if pos != len(text) - 1:
-                    raise ValueError(f"extra data after the event at column {match.end() + pos + 2}")
-                return head
-            if sep != ",":
-                raise ValueError(f"expected ',' or '}}' at column {match.end() + pos + 1}")
-            pos += 1
+        head, stop = _safe.scan_fields(
+            text, 0, _scan_value, into={}, reserved=_SKELETON_KEYS, stop_key=_REQUEST_KEY, column=end
+        )
     except (IndexError, StopIteration, JSONDecodeError) as exc:
         if not complete:
             raise _Incomplete from None
         if isinstance(exc, JSONDecodeError):
             raise ValueError(str(exc)) from None
         raise ValueError("the event line ends early") from None
+    if not text.startswith(_REQUEST_KEY, stop):
+        if not complete:
+            raise _Incomplete  # the object closed inside the prefix: check the whole line
+        if stop != len(text):
+            raise ValueError(f"extra data after the event at column {end + stop + 1}")
+    brackets = text.count("{", 0, stop) + text.count("[", 0, stop)
+    if brackets > _safe.MAX_DEPTH and _safe.too_deep(head, _safe.MAX_DEPTH):
+        raise _safe.depth_error()
+    return head
 
 
 def _whole_characters(chunk: bytes) -> bytes:
@@ -451,7 +486,8 @@ def new_header(meta: Mapping[str, Any] | None = None, **fields: Any) -> dict[str
         "rewind_version": __version__,
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
         "created_ts": now,
-        "meta": dict(meta or {}),
+        # meta= is the user's: anything with no JSON form degrades with a warning.
+        "meta": ensure_jsonable(dict(meta or {}), where="meta"),
     }
     header.update(fields)
     return header
@@ -566,15 +602,18 @@ class Trace:
 
 
 def _check_header(raw: bytes, path: str) -> dict[str, Any]:
+    header: Any
     try:
-        header = json.loads(raw)
-    except ValueError:
+        header = _safe.strict_object(_decode(raw), _scan_value, what="the header")
+    except ValueError as exc:
+        if b'"format"' in raw and FORMAT_NAME.encode() in raw:
+            raise TraceFormatError(f"the header is damaged ({exc})", path=path, line=1) from None
         header = None
     if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
         raise TraceFormatError("not a rewind trace (the first line is not an agent-rewind header)", path=path, line=1)
     version = header.get("version")
-    if not isinstance(version, int) or version < 1:
-        raise TraceFormatError(f"header has an invalid format version {version!r}", path=path, line=1)
+    if type(version) is not int or version < 1:
+        raise TraceFormatError(f"header has an invalid format version {_describe(version)}", path=path, line=1)
     if version not in SUPPORTED_VERSIONS:
         newest = max(SUPPORTED_VERSIONS)
         if version > newest:
@@ -587,31 +626,55 @@ def _check_header(raw: bytes, path: str) -> dict[str, Any]:
         raise TraceFormatError(f"trace format v{version} is not supported", path=path, line=1)
     threshold = header.get("externalize")
     if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1):
-        raise TraceFormatError(f"header has an invalid externalize threshold {threshold!r}", path=path, line=1)
+        raise TraceFormatError(
+            f"header has an invalid externalize threshold {_describe(threshold)}", path=path, line=1
+        )
     return header
+
+
+def _describe(value: Any) -> str:
+    """A short, safe rendering of a bad value for an error message (never a huge repr)."""
+    if isinstance(value, (bool, float)) or value is None:
+        return repr(value)
+    if isinstance(value, int):
+        return repr(value) if abs(value) < 10**12 else "a huge integer"
+    if isinstance(value, str):
+        return repr(value[:40]) + ("…" if len(value) > 40 else "")
+    return f"a JSON {type(value).__name__}"
 
 
 def _read(path: str, *, lazy: bool) -> Trace:
     try:
-        with open(path, "rb") as fh:
-            magic = fh.read(2)
+        # Regular files only: a FIFO, a device or a socket is refused before any read.
+        fd, _size = _safe.open_regular(path)
     except FileNotFoundError:
         raise TraceFormatError("no such trace file; record one with rewind.record(path)", path=path) from None
     except IsADirectoryError:
         raise TraceFormatError("is a directory, not a trace file", path=path) from None
+    try:
+        magic = os.read(fd, 2)
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
     if magic == b"\x1f\x8b":
-        try:
-            with gzip.open(path, "rb") as fh:
-                data = fh.read()
-        except (OSError, EOFError, zlib.error) as exc:
-            raise TraceFormatError(f"corrupt gzip archive ({exc})", path=path) from None
-        return _parse_lines(path, data.splitlines(keepends=True), source=None)
+        # Decompressed as a stream, line by line, and never past the archive limit.
+        limit = _safe.limit(_safe.ARCHIVE_ENV, _safe.MAX_ARCHIVE_BYTES)
+        with open(fd, "rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as stream:
+            try:
+                return _parse_lines(path, _safe.bounded_lines(stream, path, limit), source=None)
+            except (OSError, EOFError, zlib.error) as exc:
+                raise TraceFormatError(f"corrupt gzip archive ({exc})", path=path) from None
     if not lazy:
-        with open(path, "rb") as fh:
-            return _parse_lines(path, fh.read().splitlines(keepends=True), source=None)
-    source = _LineSource(path)
-    with open(path, "rb", buffering=1 << 20) as fh:
-        return _parse_lines(path, fh, source=source)
+        with open(fd, "rb", buffering=1 << 20) as fh:
+            return _parse_lines(path, fh, source=None)
+    source = _LineSource(path, fd=fd)
+    try:
+        with open(fd, "rb", buffering=1 << 20, closefd=False) as fh:
+            return _parse_lines(path, fh, source=source)
+    except BaseException:
+        source.close()
+        raise
 
 
 def _parse_lines(path: str, lines: Any, *, source: _LineSource | None) -> Trace:
@@ -650,7 +713,7 @@ def _parse_lines(path: str, lines: Any, *, source: _LineSource | None) -> Trace:
                 # A final line without its newline may be a torn write: parse it whole.
                 event = _lazy_event(stripped, source, start, names)
             if event is None:
-                event = _eager_event(stripped, store, cache)
+                event = _eager_event(stripped, store, cache, names)
         except (ValueError, KeyError, TypeError) as exc:
             error = TraceFormatError(f"corrupt event line ({exc})", path=path, line=lineno)
             if complete:
@@ -665,29 +728,86 @@ def _parse_lines(path: str, lines: Any, *, source: _LineSource | None) -> Trace:
         raise pending_error
     if header is None:
         raise TraceFormatError("empty file: no trace header", path=path, line=1)
-    events.sort(key=_seq_key)
+    events.sort(key=_SEQ)
+    if len(events) > 1:
+        _check_unique_seqs(events, path)
     trace = Trace(events, header=header, path=path)
     trace.torn_tail = torn
     return trace
 
 
-def _seq_key(event: Event) -> int:
-    return event.seq
+_SEQ = operator.attrgetter("seq")
+#: Steps are numbered from 0; a seq must fit a signed 64-bit integer.
+_MAX_SEQ = 1 << 63
 
 
-def _eager_event(line: bytes, store: _blobs.BlobStore | None, cache: dict[str, Any]) -> Event:
-    data = json.loads(line)
-    if not isinstance(data, dict):
-        raise ValueError("an event line must be a JSON object")
-    for key in ("seq", "kind", "name"):
-        if key not in data:
-            raise KeyError(f"missing {key!r}")
+def _is_torn(line: bytes) -> bool:
+    """Whether a final line without its newline is a torn write (readers drop it)."""
+    stripped = line.rstrip(b"\r\n")
+    if not stripped.strip():
+        return False
+    try:
+        _eager_event(stripped, None, {}, {})
+    except (ValueError, KeyError, TypeError):
+        return True
+    return False
+
+
+def _check_unique_seqs(events: list[Event], path: str) -> None:
+    """Two lines claiming one step would make a replay serve one and silently skip the other."""
+    seqs = list(map(_SEQ, events))
+    if len(set(seqs)) == len(seqs):
+        return
+    twice = next(a for a, b in itertools.pairwise(seqs) if a == b)
+    raise TraceFormatError(
+        f"step {twice} is recorded on more than one line; a trace holds each step once "
+        "(the file was edited or two recordings were joined): remove the extra line or re-record the run",
+        path=path,
+    )
+
+
+def _eager_event(
+    line: bytes, store: _blobs.BlobStore | None, cache: dict[str, Any], names: dict[bytes, str]
+) -> Event:
+    event = _lazy_event(line, None, 0, names)
+    if event is not None:
+        # The writer's layout: the same skeleton a lazy open reads, and the same body a
+        # lazy read parses, so Trace.load and Trace.open agree on every line.
+        body = _body_fields(line)
+        if store is not None and _blobs.BLOB_MARKER in line:
+            body = _restore_fields(body, store, cache)
+        event._body = body
+        event._keep = True
+        event._request_text = None
+        return event
+    data = _safe.strict_object(_decode(line), _scan_value)
+    _check_skeleton(data)
     if store is not None and _blobs.BLOB_MARKER in line:
         data = _restore_fields(data, store, cache)
     return Event.from_dict(data)
 
 
-def _lazy_event(line: bytes, source: _LineSource, offset: int, names: dict[bytes, str]) -> Event | None:
+def _check_skeleton(data: dict[str, Any]) -> None:
+    """The skeleton of a line in another layout, checked as strictly as the fast path's pattern."""
+    for key in ("seq", "kind", "name"):
+        if key not in data:
+            raise KeyError(f"missing {key!r}")
+    seq = data["seq"]
+    if type(seq) is not int or not 0 <= seq < _MAX_SEQ:
+        raise ValueError(f"seq must be an integer from 0 to 2**63-1, not {_describe(seq)}")
+    for key in ("kind", "name", "fingerprint"):
+        if key in data and type(data[key]) is not str:
+            raise ValueError(f"{key} must be a string, not {_describe(data[key])}")
+    for key in ("ts", "duration_ms"):
+        value = data.get(key)
+        if value is not None and (type(value) not in (int, float) or not math.isfinite(value)):
+            raise ValueError(f"{key} must be a finite number, not {_describe(value)}")
+    for key in ("ok", "live"):
+        if key in data and type(data[key]) is not bool:
+            raise ValueError(f"{key} must be true or false, not {_describe(data[key])}")
+
+
+def _lazy_event(line: bytes, source: _LineSource | None, offset: int, names: dict[bytes, str]) -> Event | None:
     match = _SKELETON.match(line)
     if match is None or not line.endswith(b"}"):
         return None  # not written by our writer's fast layout: parse it fully
@@ -697,12 +817,16 @@ def _lazy_event(line: bytes, source: _LineSource, offset: int, names: dict[bytes
     if text is None:
         text = names[name] = json.loads(name)
     event = Event.__new__(Event)
-    event.seq = int(seq)
+    event.seq = number = int(seq)
+    if number >= _MAX_SEQ:
+        raise ValueError("seq must be an integer from 0 to 2**63-1")
     event.kind = _text_kind(kind)
     event.name = text
     event.fingerprint = fp.decode("ascii")
-    event.ts = float(ts)
-    event.duration_ms = float(duration)
+    event.ts = start = float(ts)
+    event.duration_ms = took = float(duration)
+    if start - start != 0.0 or took - took != 0.0:  # inf or nan (1e400 parses as inf)
+        raise ValueError("ts and duration_ms must be finite numbers")
     event.ok = ok == b"true"
     event.live = live == b"true"
     event._body = None
