@@ -1,0 +1,40 @@
+"""The ``together`` SDK (2.x, Stainless): recorded and replayed like OpenAI (suite in ``_openai_compat_support``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from _openai_compat_support import TOGETHER, CompatSuite, check_spans
+from rewind.instrumentors.together import TogetherInstrumentor
+
+
+class TestTogether(CompatSuite):
+    sdk = TOGETHER
+
+
+def test_spans_follow_genai_conventions(run_python: Any, tmp_path: Path) -> None:
+    check_spans("TOGETHER", run_python, tmp_path)
+
+
+def test_naming_traps_resource_suffix_and_embedding_type() -> None:
+    import together
+
+    # Together's codegen names resources "...Resource" and the embeddings response "Embedding".
+    assert not hasattr(together.resources.chat.completions, "Completions")
+    assert hasattr(together.types, "Embedding") and not hasattr(together.types, "CreateEmbeddingResponse")
+    instrumentor = TogetherInstrumentor()
+    assert list(instrumentor.instrumentation_dependencies()) == ["together >= 2.0"]
+    classes = (
+        together.resources.chat.completions.CompletionsResource,
+        together.resources.chat.completions.AsyncCompletionsResource,
+        together.resources.embeddings.EmbeddingsResource,
+        together.resources.embeddings.AsyncEmbeddingsResource,
+    )
+    originals = {cls: cls.__dict__["create"] for cls in classes}
+    instrumentor.instrument()
+    try:
+        assert all(cls.__dict__["create"] is not original for cls, original in originals.items())
+    finally:
+        instrumentor.uninstrument()
+    assert all(cls.__dict__["create"] is original for cls, original in originals.items())
