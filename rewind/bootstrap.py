@@ -46,6 +46,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from . import placeholder_keys
 from .errors import DivergenceError, RewindError, UnconsumedEventsWarning
 from .session import Session, fork, record, replay
 
@@ -221,6 +222,8 @@ def start_from_environment() -> Session | None:
         if session is None:
             return None
         status_file = os.environ.get("REWIND_STATUS_FILE") or None
+        if session.mode == "replay":
+            placeholder_keys.fill()  # SDK clients refuse to construct without a key, even offline
         session.__enter__()
         _session = session
         os.environ[OWNER] = f"{os.getpid()}:{_target(os.environ)}"
@@ -231,6 +234,11 @@ def start_from_environment() -> Session | None:
 def environment_session() -> Session | None:
     """The session opened by ``start_from_environment``, if any."""
     return _session
+
+
+def environment_started() -> bool:
+    """True once ``start_from_environment`` ran in this process (whatever it decided)."""
+    return _started
 
 
 def post_instrument() -> None:
@@ -297,8 +305,16 @@ def autostart() -> Session | None:
     return start_from_environment()
 
 
+_hooked = False
+
+
 def instrument_on_import() -> None:
-    """Patch every installed provider SDK when it is imported (at once if it already is)."""
+    """Patch every installed provider SDK when it is imported (at once if it already is); once."""
+    global _hooked
+    with _lock:
+        if _hooked:
+            return
+        _hooked = True
     try:
         from . import integrations
     except ImportError:  # instrumentors not available in this install
@@ -317,7 +333,18 @@ def _patch_on_import(name: str) -> Callable[[Any], None]:
 
         try:
             auto_patch(name)
-        except Exception as exc:  # never break the program's import: say so, and let it run
+        except Exception as exc:
+            session = _session
+            if session is not None and session.mode == "replay":
+                # Its calls would reach the real service in a run that asked for none.
+                sys.stderr.write(
+                    f"rewind: cannot replay: instrumenting {name} failed ({type(exc).__name__}: {exc}), so its "
+                    "calls would run live; the program was stopped. Reinstall agent-rewind-otel, or unset "
+                    "REWIND_REPLAY to run live on purpose\n"
+                )
+                sys.stderr.flush()
+                os._exit(2)
+            # Recording: never break the program's import; say so, and let it run.
             sys.stderr.write(f"rewind: could not instrument {name} ({type(exc).__name__}: {exc}); its calls run live\n")
 
     return hook

@@ -1,1 +1,6 @@
-"""Holds the ``sitecustomize`` that ``rewind record|replay -- CMD`` puts on the child's path."""
+"""Interpreter start-up hooks.
+
+``sitecustomize`` is what ``rewind record|replay -- CMD`` puts on the child's path;
+``startup`` is what the installed ``zz_agent_rewind_otel.pth`` runs when ``REWIND_RECORD``
+or ``REWIND_REPLAY`` is set in any Python of the environment.
+"""

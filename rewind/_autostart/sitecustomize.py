@@ -41,7 +41,8 @@ def _start() -> None:
     try:
         from rewind.bootstrap import autostart
     except Exception as exc:  # rewind is not importable by this interpreter
-        sys.stderr.write(f"rewind: cannot start the session: {exc} (is agent-rewind-otel installed for {sys.executable}?)\n")
+        where = sys.executable
+        sys.stderr.write(f"rewind: cannot start the session: {exc} (is agent-rewind-otel installed for {where}?)\n")
         sys.stderr.flush()
         os._exit(2)
     try:
