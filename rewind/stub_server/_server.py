@@ -133,6 +133,11 @@ class StubServer:
         """For ``cohere.ClientV2(base_url=...)`` (or ``CO_API_URL``); v1 and v2 paths both live here."""
         return self.url
 
+    @property
+    def gemini_base_url(self) -> str:
+        """For ``genai.Client(http_options={"base_url": ...})`` (or ``GOOGLE_GEMINI_BASE_URL``)."""
+        return self.url
+
     # ----------------------------------------------------------------- observation
 
     @property
