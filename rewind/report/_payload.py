@@ -74,7 +74,6 @@ class Embedder:
             self.omitted_steps += 1
             return b"null", False
         raw = event.stored_line()
-        # NaN/Infinity (which Python's json writes) and blob markers need the parse below.
         if raw is not None and _as_stored(raw, limits, store):
             self.used += len(raw)
             return raw, False
@@ -172,12 +171,25 @@ class Embedder:
 
 
 def _as_stored(raw: bytes, limits: Limits, store: _blobs.BlobStore | None) -> bool:
-    """Whether a stored line can go into the page as it is (small, strict JSON, no blobs)."""
+    """Whether a stored line can go into the page as it is (small, no blob markers).
+    NaN and Infinity are checked over all lines at once, by ``strict_lines``."""
     if limits.max_line is not None and len(raw) > limits.max_line:
         return False
-    if store is not None and _blobs.BLOB_MARKER in raw:
-        return False
-    return b"NaN" not in raw and b"Infinity" not in raw
+    return store is None or _blobs.BLOB_MARKER not in raw
+
+
+def strict_lines(lines: list[bytes]) -> None:
+    """Re-encode, in place, the lines that hold NaN or Infinity (Python's json writes them,
+    ``JSON.parse`` refuses them). One scan over all lines finds none in almost every trace."""
+    joined = b"\n".join(lines)
+    if b"NaN" not in joined and b"Infinity" not in joined:
+        return
+    for index, line in enumerate(lines):
+        if b"NaN" in line or b"Infinity" in line:
+            try:
+                lines[index] = strict_json(json.loads(line))
+            except ValueError:
+                pass  # a damaged line: the page says so when the step is opened
 
 
 def _media_type(value: dict[str, Any]) -> str | None:
@@ -202,4 +214,4 @@ def _data_url(media: str, payload: str) -> str | None:
     return f"data:{'image/jpeg' if media == 'image/jpg' else media};base64,{compact}"
 
 
-__all__ = ["CLIP", "IMAGE", "Embedder", "Limits"]
+__all__ = ["CLIP", "IMAGE", "Embedder", "Limits", "strict_lines"]

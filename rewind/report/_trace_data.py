@@ -15,7 +15,7 @@ from .. import blobs as _blobs
 from .._preview import error_line, model_of, outcome, stream_text
 from ..accounting import PRICES_CHECKED, ModelPrice, account, price_for, usage_of
 from ..trace import BLOBS_FORMAT_VERSION, Trace
-from ._payload import Embedder, Limits
+from ._payload import Embedder, Limits, strict_lines
 
 _SUMMARY = 240
 _STREAMED = 20_000
@@ -115,6 +115,7 @@ def build_section(
             rows[index]["flags"].append("omitted")
         elif clipped:
             rows[index]["flags"].append("clipped")
+    strict_lines(bodies)
 
     usage = account(Trace(hydrated, header=trace.header, path=trace.path), prices=prices)
     timed = [e for e in events if e.ts > 0]
