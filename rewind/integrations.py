@@ -71,6 +71,8 @@ register_provider("mcp", "mcp", "rewind.instrumentors.mcp:MCPInstrumentor")
 register_provider("mistral", "mistralai", "rewind.instrumentors.mistral:MistralInstrumentor")
 register_provider("cohere", "cohere", "rewind.instrumentors.cohere:CohereInstrumentor")
 register_provider("gemini", "google.genai", "rewind.instrumentors.gemini:GeminiInstrumentor")
+register_provider("xai", "xai_sdk", "rewind.instrumentors.xai:XAIInstrumentor")
+register_provider("bedrock", "botocore", "rewind.instrumentors.bedrock:BedrockInstrumentor")
 
 
 def providers() -> list[str]:
@@ -165,6 +167,16 @@ def patch_gemini() -> Unpatch:
     return _patch(_lookup("gemini", strict=True))
 
 
+def patch_xai() -> Unpatch:
+    """Hook ``xai_sdk`` chats (``sample``, ``stream``, ``parse``, batches; sync and async); returns ``unpatch``."""
+    return _patch(_lookup("xai", strict=True))
+
+
+def patch_bedrock() -> Unpatch:
+    """Hook every boto3 ``bedrock-runtime`` client (converse, invoke_model, their streams); returns ``unpatch``."""
+    return _patch(_lookup("bedrock", strict=True))
+
+
 def _lookup(name: str, *, strict: bool) -> _Provider:
     provider = _PROVIDERS.get(name)
     if provider is None:
@@ -216,6 +228,7 @@ __all__ = [
     "Unpatch",
     "auto_patch",
     "patch_anthropic",
+    "patch_bedrock",
     "patch_cohere",
     "patch_fireworks",
     "patch_gemini",
@@ -225,6 +238,7 @@ __all__ = [
     "patch_mistral",
     "patch_openai",
     "patch_together",
+    "patch_xai",
     "patched",
     "providers",
     "register_provider",
