@@ -253,7 +253,12 @@ class MistralProvider(NativeProvider):
         return record
 
     def revive_error(self, record: Mapping[str, Any], step: int) -> BaseException:
-        exc = revive_error(record, step, httpx=self.kit.httpx)
+        try:
+            exc = revive_error(record, step, httpx=self.kit.httpx)
+        except TypeError:
+            # A class that cannot be built bare (pydantic's ValidationError, raised mid-stream by
+            # 1.x when a chunk does not parse): a plain ReplayedError with the recorded message.
+            exc = revive_error({k: v for k, v in record.items() if k not in ("module", "qualname")}, step)
         response = getattr(exc, "response", None)
         if isinstance(response, ReplayedHTTPResponse):
             # Mistral errors keep the HTTP response as raw_response and its headers beside it.

@@ -7,6 +7,7 @@ replays with no network: results must be equal and of the SDK's own types.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -46,6 +47,12 @@ TOOLS = [
         },
     }
 ]
+#: Per-call headers (absent from 1.2.0): a credential passed this way must stay out of the trace too.
+HEADERS = (
+    {"http_headers": {"Authorization": f"Bearer {API_KEY}"}}
+    if "http_headers" in inspect.signature(Mistral().chat.complete).parameters
+    else {}
+)
 #: 1.2.0 returns plain generators from chat.stream; later releases their EventStream classes.
 SYNC_STREAM = getattr(eventstreaming, "EventStream", Iterator)
 ASYNC_STREAM = getattr(eventstreaming, "EventStreamAsync", AsyncIterator)
@@ -128,7 +135,7 @@ def test_changed_request_raises_divergence(client: Any, stub: StubServer, trace_
 
 def test_transport_options_are_not_identity(client: Any, stub: StubServer, trace_path: Path) -> None:
     with rewind.record(trace_path):
-        live = client.chat.complete(model=MODEL, messages=ask("hi"), timeout_ms=5000, http_headers={"x-a": "1"})
+        live = client.chat.complete(model=MODEL, messages=ask("hi"), timeout_ms=5000, **HEADERS)
     stub.stop()
     with rewind.replay(trace_path):
         assert client.chat.complete(model=MODEL, messages=ask("hi")) == live
@@ -253,7 +260,9 @@ def test_mid_stream_error_replays_after_the_same_events(client: Any, stub: StubS
     with rewind.replay(trace_path):
         seen, error = agent()
     assert seen == live_seen
-    assert isinstance(error, ReplayedError) and isinstance(error, type(live_error))
+    assert isinstance(error, ReplayedError) and str(error) == str(live_error)
+    if type(live_error).__module__.startswith("mistralai"):  # 1.x raises pydantic's own ValidationError
+        assert isinstance(error, type(live_error))
 
 
 # --------------------------------------------------------------------------- async
@@ -393,7 +402,7 @@ def test_api_key_never_reaches_trace_or_spans(
     client: Any, stub: StubServer, trace_path: Path, spans: InMemorySpanExporter
 ) -> None:
     with rewind.record(trace_path):
-        client.chat.complete(model=MODEL, messages=ask("hi"), http_headers={"Authorization": f"Bearer {API_KEY}"})
+        client.chat.complete(model=MODEL, messages=ask("hi"), **HEADERS)
         list(client.chat.stream(model=MODEL, messages=ask("hi")))
         stub.fail_next(status=401)
         with pytest.raises(errors.SDKError):

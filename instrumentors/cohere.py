@@ -1,0 +1,400 @@
+"""``CohereInstrumentor``: records and replays the ``cohere`` SDK (Fern-generated).
+
+Hooked surfaces, sync and async, class-level:
+
+* v2 (``ClientV2`` / ``AsyncClientV2``, and ``client.v2`` of a v1 client): ``chat``,
+  ``chat_stream`` (replay yields the SDK's own stream event objects), ``embed``,
+  ``rerank``;
+* v1 (``Client`` / ``AsyncClient``): ``embed`` (the SDK's batching override: one step
+  however many batches it sends) and ``rerank``.
+
+v1 ``chat`` / ``chat_stream`` are deliberately not hooked: the v1 chat API is Cohere's
+legacy surface (connectors, ``chat_history``, search queries) and its successor is v2
+chat; calls through it run live and unrecorded.
+
+Clients built before patching
+-----------------------------
+The SDK re-binds ``chat`` and ``chat_stream`` on every client it constructs (argument
+checks and experimental-feature warnings wrap the bound method), so a client built
+before ``patch_cohere()`` keeps the unpatched methods and its chats bypass rewind. Its
+``embed`` and ``rerank`` are recorded normally. Rewind notices such a chat on the wire
+while a session is active and says so once (``PatchGapWarning``): patch first, then
+construct clients.
+
+The SDK is not Stainless-generated, so this module brings its own kit (``_kit``):
+streams are generators, payloads parse with the SDK's own lenient ``construct_type``
+(discriminated unions included), and errors (``ApiError`` and its per-status
+subclasses) keep ``status_code``, ``headers`` and ``body`` on replay.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+
+from rewind.canonical import to_jsonable
+from rewind.errors import PatchGapWarning, RewindWarning
+from rewind.session import current_session
+
+from ._errors import error_record, revive_error
+from ._kit import ASYNC_GENERATORS, GENERATORS, Kit
+from ._stainless import keep_headers, resolve
+from ._surface import BindingFields, NativeProvider, Patcher, Surface, intercepting, sync_wrapper, warn_once
+
+_V2 = "cohere.v2.client"
+_TYPES = "cohere.types"
+#: Recorded call names of the wire paths a chat of a client built before patching sends.
+_CHAT_PATHS = {"v2/chat": "chat / chat_stream"}
+
+
+class FernKit(Kit):
+    """The generated core of the ``cohere`` SDK."""
+
+    def __init__(self) -> None:
+        self.construct_type = resolve("cohere.core.unchecked_base_model:construct_type")
+        self.httpx = importlib.import_module("httpx")
+        self.sentinels = (type(...),)  # Fern's OMIT is the Ellipsis
+
+    def is_stream(self, obj: Any) -> bool:
+        return isinstance(obj, GENERATORS + ASYNC_GENERATORS)
+
+    def is_async_stream(self, obj: Any) -> bool:
+        return isinstance(obj, ASYNC_GENERATORS)
+
+    def parse(self, type_: Any, data: Any) -> Any:
+        return self.construct_type(type_=type_, object_=data)  # what the SDK parses wire JSON with
+
+    def revival_gap(self) -> str | None:
+        return None if self.construct_type is not None else "rewind found no cohere construct_type"
+
+
+class CohereProvider(NativeProvider):
+    """What is Cohere-specific about recording and replaying ``cohere``."""
+
+    name = "cohere"
+    package = "cohere"
+    transport_keys = frozenset({"request_options"})
+
+    def make_kit(self) -> Kit:
+        return FernKit()
+
+    def surfaces(self) -> Sequence[Surface]:
+        rows: list[Surface] = []
+        for is_async, prefix in ((False, ""), (True, "Async")):
+            common: BindingFields = {"is_async": is_async, "provider": self}
+            v2 = f"{_V2}:{prefix}V2Client"
+            rows += [
+                Surface(
+                    v2,
+                    "chat",
+                    "cohere.v2.chat",
+                    operation="chat",
+                    path="/v2/chat",
+                    result=f"cohere.v2:V2ChatResponse|{_TYPES}:ChatResponse",
+                    **common,
+                ),
+                Surface(
+                    v2,
+                    "chat_stream",
+                    "cohere.v2.chat_stream",
+                    operation="chat",
+                    path="/v2/chat",
+                    result=f"cohere.v2:V2ChatResponse|{_TYPES}:ChatResponse",
+                    chunk=f"cohere.v2:V2ChatStreamResponse|{_TYPES}:StreamedChatResponseV2",
+                    **common,
+                ),
+                Surface(
+                    v2,
+                    "embed",
+                    "cohere.v2.embed",
+                    operation="embeddings",
+                    path="/v2/embed",
+                    result=f"{_TYPES}:EmbedByTypeResponse",
+                    **common,
+                ),
+                Surface(
+                    v2,
+                    "rerank",
+                    "cohere.v2.rerank",
+                    operation="rerank",
+                    path="/v2/rerank",
+                    result="cohere.v2:V2RerankResponse",
+                    **common,
+                ),
+                Surface(
+                    f"cohere.client:{prefix}Client",
+                    "embed",
+                    "cohere.v1.embed",
+                    operation="embeddings",
+                    path="/v1/embed",
+                    result=f"{_TYPES}:EmbedResponse",
+                    **common,
+                ),
+                Surface(
+                    f"cohere.base_client:{prefix}BaseCohere",
+                    "rerank",
+                    "cohere.v1.rerank",
+                    operation="rerank",
+                    path="/v1/rerank",
+                    result=f"{_TYPES}:RerankResponse",
+                    **common,
+                ),
+                # Not recorded: notices chats of clients built before patching (module docstring).
+                Surface(
+                    f"cohere.core.http_client:{prefix}HttpClient",
+                    "request",
+                    "",
+                    operation="",
+                    path="",
+                    result="",
+                    is_async=is_async,
+                    required=False,
+                    provider=self,
+                ),
+                Surface(
+                    f"cohere.core.http_client:{prefix}HttpClient",
+                    "stream",
+                    "",
+                    operation="",
+                    path="",
+                    result="",
+                    is_async=is_async,
+                    required=False,
+                    provider=self,
+                ),
+            ]
+        return rows
+
+    def hook(self, surface: Surface) -> Callable[..., Any]:
+        if not surface.name:
+            return _bypass_detector
+        if surface.method == "chat_stream":
+            # Both twins are generator functions: the call itself is synchronous and sends
+            # nothing; the request goes out on the first read of the (async) generator.
+            return sync_wrapper(surface)
+        return super().hook(surface)
+
+    def type_of(self, path: str | None) -> Any:
+        if path is None or "|" not in path:
+            return super().type_of(path)
+        # Type names moved between releases (ChatResponse -> V2ChatResponse): first one found.
+        for candidate in path.split("|"):
+            found = super().type_of(candidate)
+            if found is not None:
+                return found
+        return None
+
+    # -- telemetry --------------------------------------------------------------------
+    def span(self, surface: Surface, instance: Any, request: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        name, attrs = super().span(surface, instance, request)
+        attrs.update(_server_attributes(instance))
+        return name, attrs
+
+    def request_attributes(self, surface: Surface, request: Mapping[str, Any]) -> dict[str, Any]:
+        attrs: dict[str, Any] = {}
+        for key, attr in (
+            ("temperature", "gen_ai.request.temperature"),
+            ("p", "gen_ai.request.top_p"),
+            ("k", "gen_ai.request.top_k"),
+            ("max_tokens", "gen_ai.request.max_tokens"),
+            ("seed", "gen_ai.request.seed"),
+            ("presence_penalty", "gen_ai.request.presence_penalty"),
+            ("frequency_penalty", "gen_ai.request.frequency_penalty"),
+        ):
+            value = request.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                attrs[attr] = value
+        stop = request.get("stop_sequences")
+        if isinstance(stop, list) and all(isinstance(s, str) for s in stop):
+            attrs["gen_ai.request.stop_sequences"] = stop
+        if surface.method == "chat_stream":
+            attrs["gen_ai.request.stream"] = True
+        fmt = request.get("response_format")
+        if isinstance(fmt, dict) and fmt.get("type") == "json_object":
+            attrs["gen_ai.output.type"] = "json"
+        kinds = request.get("embedding_types")
+        if isinstance(kinds, list) and all(isinstance(k, str) for k in kinds):
+            attrs["gen_ai.request.encoding_formats"] = kinds
+        return attrs
+
+    def response_attributes(self, surface: Surface, data: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            return {}
+        attrs: dict[str, Any] = {}
+        if isinstance(data.get("finish_reason"), str):
+            attrs["gen_ai.response.finish_reasons"] = [data["finish_reason"]]
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else data.get("meta")
+        if isinstance(usage, dict):
+            tokens = usage.get("tokens") if isinstance(usage.get("tokens"), dict) else usage.get("billed_units")
+            if isinstance(tokens, dict):
+                for key, attr in (
+                    ("input_tokens", "gen_ai.usage.input_tokens"),
+                    ("output_tokens", "gen_ai.usage.output_tokens"),
+                ):
+                    if isinstance(tokens.get(key), (int, float)):
+                        attrs[attr] = int(tokens[key])
+        if surface.operation == "embeddings":
+            dims = _embedding_dimensions(data.get("embeddings"))
+            if dims is not None:
+                attrs["gen_ai.embeddings.dimension.count"] = dims
+        return attrs
+
+    def stream_summary(self, surface: Surface, chunks: list[Any]) -> Any:
+        return accumulate_chat(chunks)
+
+    # -- errors ---------------------------------------------------------------------
+    def error_record(self, exc: Exception) -> dict[str, Any]:
+        record = error_record(exc)
+        status = getattr(exc, "status_code", None)
+        if "response" not in record and isinstance(status, int):
+            # ApiError keeps the status, headers and parsed body, not the HTTP response.
+            body = getattr(exc, "body", None)
+            text = body if isinstance(body, str) else json.dumps(to_jsonable(body))
+            record["response"] = {"status_code": status, "headers": keep_headers(getattr(exc, "headers", None))}
+            record["response"]["text"] = text
+        return record
+
+    def revive_error(self, record: Mapping[str, Any], step: int) -> BaseException:
+        exc = revive_error(record, step, httpx=self.kit.httpx)
+        response = record.get("response")
+        if isinstance(response, Mapping):
+            try:  # ApiError.headers: the response headers as a plain dict
+                exc.headers = dict(response.get("headers") or {})  # type: ignore[attr-defined]
+            except (AttributeError, TypeError):
+                pass
+        return exc
+
+
+def _bypass_detector(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Warn once when a chat reaches the wire under a session without passing a hook."""
+    path = args[0] if args else kwargs.get("path")
+    if path in _CHAT_PATHS and not intercepting() and current_session() is not None:
+        warn_once(
+            "cohere:prebuilt-client",
+            f"rewind: a cohere client called {_CHAT_PATHS[path]} without going through rewind, so the call "
+            "was neither recorded nor replayed: the client was constructed before patch_cohere() (the SDK "
+            "binds chat and chat_stream on each client when it is built). Call patch_cohere() (or "
+            "auto_patch()) first, then construct cohere clients.",
+            PatchGapWarning,
+            stacklevel=3,
+        )
+    return wrapped(*args, **kwargs)
+
+
+def _server_attributes(instance: Any) -> dict[str, Any]:
+    wrapper = getattr(instance, "_client_wrapper", None)
+    try:
+        parts = urlsplit(wrapper.get_base_url())  # type: ignore[union-attr]
+    except Exception:  # no client wrapper: no server attributes
+        return {}
+    attrs: dict[str, Any] = {}
+    if parts.hostname:
+        attrs["server.address"] = parts.hostname
+        port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+        if port is not None:
+            attrs["server.port"] = port
+    return attrs
+
+
+def _embedding_dimensions(embeddings: Any) -> int | None:
+    if isinstance(embeddings, dict):  # by type: {"float": [[...]], "int8": [[...]]}
+        embeddings = next((v for v in embeddings.values() if isinstance(v, list) and v), None)
+    if isinstance(embeddings, list) and embeddings and isinstance(embeddings[0], list):
+        return len(embeddings[0])
+    return None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def accumulate_chat(chunks: list[Any]) -> dict[str, Any] | None:
+    """The v2 chat response a list of ``chat_stream`` events adds up to (as far as it got)."""
+    response: dict[str, Any] | None = None
+    content: dict[int, dict[str, Any]] = {}
+    calls: dict[int, dict[str, Any]] = {}
+    plan: list[str] = []
+    for chunk in chunks:
+        if not isinstance(chunk, dict):
+            continue
+        kind, index = chunk.get("type"), chunk.get("index")
+        delta = _dict(chunk.get("delta"))
+        message = _dict(delta.get("message"))
+        if kind == "message-start":
+            response = {"id": chunk.get("id"), "message": {"role": message.get("role") or "assistant"}}
+        elif kind in ("content-start", "content-delta") and isinstance(index, int):
+            piece = _dict(message.get("content"))
+            slot = content.setdefault(index, {"type": piece.get("type") or "text"})
+            for key, value in piece.items():
+                if key != "type" and isinstance(value, str):
+                    slot[key] = str(slot.get(key) or "") + value
+        elif kind == "tool-plan-delta" and isinstance(message.get("tool_plan"), str):
+            plan.append(message["tool_plan"])
+        elif kind in ("tool-call-start", "tool-call-delta") and isinstance(index, int):
+            call = _dict(message.get("tool_calls"))
+            slot = calls.setdefault(index, {"type": "function", "function": {"name": None, "arguments": ""}})
+            if call.get("id"):
+                slot["id"] = call["id"]
+            function = _dict(call.get("function"))
+            if function.get("name"):
+                slot["function"]["name"] = function["name"]
+            if isinstance(function.get("arguments"), str):
+                slot["function"]["arguments"] += function["arguments"]
+        elif kind == "message-end" and response is not None:
+            if delta.get("finish_reason") is not None:
+                response["finish_reason"] = delta["finish_reason"]
+            if isinstance(delta.get("usage"), dict):
+                response["usage"] = delta["usage"]
+    if response is None:
+        return None
+    if content:
+        response["message"]["content"] = [content[i] for i in sorted(content)]
+    if calls:
+        response["message"]["tool_calls"] = [calls[i] for i in sorted(calls)]
+    if plan:
+        response["message"]["tool_plan"] = "".join(plan)
+    return response
+
+
+PROVIDER = CohereProvider()
+
+#: The oldest cohere release the test suite is run against (compat/cohere.txt).
+MINIMUM_SDK = "5.13"
+
+
+class CohereInstrumentor(BaseInstrumentor):
+    """Records and replays calls made through ``cohere`` (``rewind_cohere`` entry point)."""
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return (f"cohere >= {MINIMUM_SDK}",)
+
+    def _instrument(self, **kwargs: Any) -> None:
+        import cohere  # noqa: F401 - a missing SDK raises ModuleNotFoundError: the loader skips us
+
+        patcher = getattr(self, "_rewind_patcher", None)
+        if patcher is None:
+            patcher = self._rewind_patcher = Patcher(PROVIDER)
+        if patcher.active:
+            return
+        try:
+            patcher.apply()
+        except RewindWarning:
+            raise  # a PatchGapWarning the user turned into an error
+        except Exception as exc:  # instrumenting must never break the application
+            patcher.revert()
+            warn_once(
+                f"instrument:cohere:{type(exc).__name__}",
+                f"rewind could not instrument the cohere SDK ({type(exc).__name__}: {exc}); "
+                "cohere calls will run live and unrecorded.",
+                PatchGapWarning,
+            )
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        patcher = getattr(self, "_rewind_patcher", None)
+        if patcher is not None:
+            patcher.revert()
