@@ -24,6 +24,7 @@ from __future__ import annotations
 
 # Each import registers its wire format with the HTTP core.
 from . import anthropic as anthropic
+from . import bedrock as bedrock
 from . import cohere as cohere
 from . import gemini as gemini
 from . import mistral as mistral

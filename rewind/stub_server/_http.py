@@ -125,6 +125,10 @@ class WireFormat:
     def error_payload(self, spec: ErrorSpec, request_id: str) -> Any:
         raise NotImplementedError
 
+    def error_headers(self, spec: ErrorSpec) -> tuple[tuple[str, str], ...]:
+        """Headers an error response carries in this format (Bedrock names its errors in one)."""
+        return ()
+
     def route(self, method: str, pattern: str) -> Callable[[RouteHandler], RouteHandler]:
         """Decorator: ``pattern`` must match the whole local path."""
 
@@ -269,7 +273,7 @@ class Exchange(BaseHTTPRequestHandler):
 
     def send_error_spec(self, spec: ErrorSpec) -> None:
         payload = spec.body if spec.body is not None else self.format.error_payload(spec, self.request_id)
-        self.send_json(spec.status, payload, spec.headers)
+        self.send_json(spec.status, payload, (*self.format.error_headers(spec), *spec.headers))
 
     def generate(
         self,

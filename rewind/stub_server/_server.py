@@ -134,6 +134,11 @@ class StubServer:
         return self.url
 
     @property
+    def bedrock_endpoint_url(self) -> str:
+        """For ``boto3.client("bedrock-runtime", endpoint_url=...)``; any credentials are accepted."""
+        return self.url
+
+    @property
     def gemini_base_url(self) -> str:
         """For ``genai.Client(http_options={"base_url": ...})`` (or ``GOOGLE_GEMINI_BASE_URL``)."""
         return self.url
