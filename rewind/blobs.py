@@ -30,6 +30,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
+from . import _safe_read as _safe
 from .canonical import BLOB, BYTES_HEX, LITERAL
 from .errors import TraceFormatError
 
@@ -37,8 +38,7 @@ BLOB_MARKER = b'"__rewind_blob__"'
 SUFFIX = ".blobs"
 
 _SHA = re.compile(r"[0-9a-f]{64}")
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_BINARY = getattr(os, "O_BINARY", 0)
+_CHUNK = 1 << 20
 
 
 def blob_dir_for(trace_path: str) -> str:
@@ -126,28 +126,58 @@ class BlobStore:
 
     # -- reading ------------------------------------------------------------------
     def get(self, sha: str) -> bytes:
-        """The content filed under ``sha``, verified; a ``TraceFormatError`` otherwise."""
+        """The content filed under ``sha``, verified; a ``TraceFormatError`` otherwise.
+
+        Only a regular file directly inside the folder is read (a FIFO, a device or a
+        symlink is refused before reading), its size is checked against the blob limit
+        before a byte is read, and it is hashed as it streams in.
+        """
         target = self.path_for(sha)
         try:
-            fd = os.open(target, os.O_RDONLY | _O_NOFOLLOW | _O_BINARY)
+            fd, size = _safe.open_regular(target, what=f"blob {sha} at {target}", nofollow=True)
         except FileNotFoundError:
             raise self._error(
                 f"missing blob {sha}: expected at {target}. A trace recorded with externalize= keeps "
                 "big payloads in its .blobs folder; copy that folder along with the trace file"
             ) from None
+        except TraceFormatError as exc:
+            raise self._error(f"{exc}; expected a regular file inside the blob folder") from None
         except OSError as exc:
             raise self._error(f"cannot read blob {sha} at {target} ({exc.strerror or exc})") from None
         try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or not self._inside(target):
+            if not self._inside(target):
                 raise self._error(f"blob {sha} at {target} is not a regular file inside the blob folder")
-            with os.fdopen(fd, "rb", closefd=False) as fh:
-                data = fh.read()
+            limit = _safe.limit(_safe.BLOB_ENV, _safe.MAX_BLOB_BYTES)
+            if size > limit:
+                raise self._error(self._too_big(sha, target, f"is {size:,} bytes", limit))
+            data = self._read_hashed(fd, sha, target, limit)
         finally:
             os.close(fd)
-        if hashlib.sha256(data).hexdigest() != sha:
-            raise self._error(f"blob {sha} at {target} does not match its sha256: it was modified after recording")
         return data
+
+    def _read_hashed(self, fd: int, sha: str, target: str, limit: int) -> bytes:
+        digest = hashlib.sha256()
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            chunk = os.read(fd, _CHUNK)
+            if not chunk:
+                break
+            total += len(chunk)
+            if total > limit:  # the file grew after its size was checked
+                raise self._error(self._too_big(sha, target, "grew while read", limit))
+            digest.update(chunk)
+            chunks.append(chunk)
+        if digest.hexdigest() != sha:
+            raise self._error(f"blob {sha} at {target} does not match its sha256: it was modified after recording")
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    @staticmethod
+    def _too_big(sha: str, target: str, what: str, limit: int) -> str:
+        return (
+            f"blob {sha} at {target} {what}, over the {limit:,}-byte limit ({_safe.BLOB_ENV}); "
+            f"if you trust this trace, raise the limit, e.g. {_safe.BLOB_ENV}={limit * 4}"
+        )
 
     def _inside(self, target: str) -> bool:
         root = os.path.realpath(self.directory)
