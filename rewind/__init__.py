@@ -22,6 +22,7 @@ from .doubles import NeverCalled, ScriptedLLM
 from .errors import (
     DivergenceError,
     FuzzyMatchWarning,
+    IdentityCollisionWarning,
     LiveCallDuringReplay,
     LossySerializationWarning,
     PatchGapWarning,
@@ -64,6 +65,7 @@ __all__ = [
     "FuzzyMatcher",
     "FuzzyMatchWarning",
     "IncomingCall",
+    "IdentityCollisionWarning",
     "LiveCallDuringReplay",
     "LossySerializationWarning",
     "Matcher",

@@ -34,8 +34,11 @@ LITERAL = "__rewind_literal__"
 BLOB = "__rewind_blob__"
 MARKER_KEYS = frozenset({BYTES_UTF8, BYTES_HEX, LITERAL, BLOB})
 
-# Process-dependent spellings: ``<Foo object at 0x7f3a...>`` and ``id=140234...``.
-_ADDRESS = re.compile(r"0x[0-9a-fA-F]{6,}")
+# Process-dependent spellings: the memory address in a default repr
+# (``<Foo object at 0x7f3a...>``, ``<function f at 0x...>``), and any bare hex number too
+# wide for 32 bits (an ``id()`` printed in hex). Narrower hex is meaningful
+# (``<Color 0xff0000>``) and is kept.
+_ADDRESS = re.compile(r"(?<=\bat )0x[0-9a-fA-F]{6,}|0x[0-9a-fA-F]{9,}")
 
 _SCALARS = (str, int, float, bool, type(None))
 
@@ -255,7 +258,7 @@ def _convert_other(value: Any, walker: _Walker) -> Any:
         except Exception:
             pass
         else:
-            return walker.child(dumped, None)
+            return walker.child(_stable_sets(value, dumped), None)
     if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
         return value.isoformat()
     if isinstance(value, _dt.timedelta):
@@ -265,6 +268,39 @@ def _convert_other(value: Any, walker: _Walker) -> Any:
     if isinstance(value, (range, type(reversed([])))):
         return [walker.child(item, index) for index, item in enumerate(value)]
     return walker.lossy(value)
+
+
+def _stable_sets(model: Any, dumped: Any) -> Any:
+    """A pydantic JSON dump with its sets in the same order in every process.
+
+    ``model_dump(mode="json")`` lists a set in iteration order, which for strings (and
+    anything hashed through them) changes with ``PYTHONHASHSEED``: those lists are
+    sorted. A set of numbers iterates in the same order in every process and keeps
+    pydantic's order, so fingerprints recorded before stay valid.
+    """
+    try:
+        python = model.model_dump()
+        return _sort_set_lists(python, dumped)
+    except Exception:  # a model whose python dump fails: its JSON dump is all there is
+        return dumped
+
+
+_NUMBERS = (int, float)
+
+
+def _sort_set_lists(python: Any, dumped: Any) -> Any:
+    if isinstance(python, (set, frozenset)):
+        if type(dumped) is list and not all(type(item) in _NUMBERS or type(item) is bool for item in python):
+            try:
+                return sorted(dumped, key=canonical_json)
+            except (TypeError, ValueError, RecursionError):
+                return dumped
+        return dumped
+    if isinstance(python, dict) and type(dumped) is dict and len(python) == len(dumped):
+        return {key: _sort_set_lists(inner, item) for (key, item), inner in zip(dumped.items(), python.values())}
+    if isinstance(python, (list, tuple)) and type(dumped) is list and len(python) == len(dumped):
+        return [_sort_set_lists(inner, item) for item, inner in zip(dumped, python)]
+    return dumped
 
 
 class _CarefulWalk(_Walker):

@@ -18,15 +18,42 @@ from .core import begin_call
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+def _target(fn: Callable[..., Any]) -> Any:
+    """What names a decorated callable: the function inside (nested) partials, else ``fn``."""
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return fn
+
+
 def _call_name(fn: Callable[..., Any]) -> str:
-    qualname = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    # Never a repr: a partial's or a callable object's repr holds a memory address, and
+    # the name is part of a call's identity in every process.
+    target = _target(fn)
+    qualname = getattr(target, "__qualname__", None) or getattr(target, "__name__", None)
+    if not isinstance(qualname, str):
+        qualname = type(target).__qualname__  # a callable object: its class names it
     return qualname.replace("<locals>.", "")
+
+
+def _owner(fn: Callable[..., Any]) -> str:
+    """The function behind a decorated callable, to tell two of them apart in a run."""
+    target = _target(fn)
+    qualname = getattr(target, "__qualname__", None)
+    if not isinstance(qualname, str):
+        target = type(target)
+        qualname = target.__qualname__
+    return f"{getattr(target, '__module__', None)}.{qualname}"
 
 
 class _RequestBinder:
     """Turns ``(args, kwargs)`` into the request dict for one decorated function."""
 
     def __init__(self, fn: Callable[..., Any]) -> None:
+        # A partial binds through its function's full signature, bound arguments first.
+        self._partial: functools.partial[Any] | None = None
+        if isinstance(fn, functools.partial):
+            self._partial = _flatten_partial(fn)
+            fn = self._partial.func
         try:
             self._signature: inspect.Signature | None = inspect.signature(fn)
         except (TypeError, ValueError):
@@ -51,6 +78,11 @@ class _RequestBinder:
             self._positional = sum(1 for p in named if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD)
 
     def __call__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        if self._partial is not None:
+            # A partial's bound arguments are part of the request: partial(f, 2) and
+            # partial(f, 3) are different calls.
+            args = (*self._partial.args, *args)
+            kwargs = {**self._partial.keywords, **kwargs}
         if self._fast is not None:
             fast = self._bind_fast(args, kwargs)
             if fast is not None:
@@ -106,10 +138,23 @@ class _RequestBinder:
         return request
 
 
+def _flatten_partial(fn: functools.partial[Any]) -> functools.partial[Any]:
+    """One partial for nested ones (``partial`` already flattens those it builds itself)."""
+    args: tuple[Any, ...] = ()
+    keywords: dict[str, Any] = {}
+    inner: Callable[..., Any] = fn
+    while isinstance(inner, functools.partial):
+        args = (*inner.args, *args)
+        keywords = {**inner.keywords, **keywords}
+        inner = inner.func
+    return functools.partial(inner, *args, **keywords)
+
+
 def _wrap(kind: str, fn: Callable[..., Any], name: str | None) -> Callable[..., Any]:
     if not callable(fn):
         raise TypeError(f"@rewind.{kind} decorates a function, not {type(fn).__name__}")
     call_name = name or _call_name(fn)
+    owner = _owner(fn)
     bind = _RequestBinder(fn)
 
     if inspect.iscoroutinefunction(fn):
@@ -119,6 +164,7 @@ def _wrap(kind: str, fn: Callable[..., Any], name: str | None) -> Callable[..., 
             call = begin_call(kind, call_name, bind(args, kwargs))
             if call is None:
                 return await fn(*args, **kwargs)
+            call.session.note_owner(kind, call_name, owner)
             if call.replaying:
                 return from_jsonable(call.replay_response())
             try:
@@ -139,6 +185,7 @@ def _wrap(kind: str, fn: Callable[..., Any], name: str | None) -> Callable[..., 
         call = begin_call(kind, call_name, bind(args, kwargs))
         if call is None:
             return fn(*args, **kwargs)
+        call.session.note_owner(kind, call_name, owner)
         if call.replaying:
             return from_jsonable(call.replay_response())
         try:

@@ -128,6 +128,11 @@ class LossySerializationWarning(RewindWarning):
     """A value was recorded as its repr because it has no JSON form."""
 
 
+class IdentityCollisionWarning(RewindWarning):
+    """Two different functions recorded calls under the same kind and name in one run:
+    with the same arguments their calls are indistinguishable at replay."""
+
+
 class ReviveFallbackWarning(RewindWarning):
     """A recorded payload could not be turned back into its SDK type; the dict was served."""
 

@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from .errors import DivergenceError, RewindError, ThreadlessCallWarning, UnconsumedEventsWarning
+from .errors import (
+    DivergenceError,
+    IdentityCollisionWarning,
+    RewindError,
+    ThreadlessCallWarning,
+    UnconsumedEventsWarning,
+)
 from .exporters.rewind_file import RewindSpanExporter
 from .matching import Matcher, resolve_matcher
 from .replay import ReplaySpanProcessor
@@ -112,6 +118,8 @@ class Session:
         self._thread = threading.current_thread()
         self._warned_threadless = False
         self._entered = False
+        self._owners: dict[tuple[str, str], str] = {}
+        self._collided: set[tuple[str, str]] = set()
         self.trace = Trace(path=self.path)
 
     # -- public state -------------------------------------------------------------
@@ -236,6 +244,22 @@ class Session:
             if not call.decided:
                 call.decided = True
                 call.seq = self.reserve_seq_locked()
+
+    def note_owner(self, kind: str, name: str, owner: str) -> None:
+        """Warn once when two different functions record under one (kind, name) in this run:
+        calls of both with the same arguments would be indistinguishable at replay."""
+        key = (kind, name)
+        first = self._owners.setdefault(key, owner)
+        if first == owner or key in self._collided:
+            return
+        self._collided.add(key)
+        warnings.warn(
+            f"rewind: {first} and {owner} both record {kind} calls named {name!r} in this {self.mode} "
+            "session, so their calls with the same arguments share one identity and a replay cannot "
+            "tell them apart. Give each its own name= (a name is part of a call's identity).",
+            IdentityCollisionWarning,
+            stacklevel=4,
+        )
 
     def peek_seq(self) -> int:
         """The seq the next live call would take (for messages; nothing is reserved)."""
