@@ -36,7 +36,10 @@ class XAIStubServicer(chat_pb2_grpc.ChatServicer):
         self._lock = threading.Lock()
 
     def fail_next(
-        self, code: grpc.StatusCode = grpc.StatusCode.RESOURCE_EXHAUSTED, details: str = "rate limited", *,
+        self,
+        code: grpc.StatusCode = grpc.StatusCode.RESOURCE_EXHAUSTED,
+        details: str = "rate limited",
+        *,
         after_chunks: int | None = None,
     ) -> None:
         with self._lock:
@@ -95,8 +98,11 @@ class XAIStubServicer(chat_pb2_grpc.ChatServicer):
             reason = sample_pb2.FinishReason.REASON_TOOL_CALLS if call else sample_pb2.FinishReason.REASON_STOP
             outputs.append(chat_pb2.CompletionOutput(index=index, finish_reason=reason, message=message))
         response = chat_pb2.GetChatCompletionResponse(
-            id=f"resp-{len(self.requests)}", model=request.model or MODEL, outputs=outputs,
-            usage=self._usage(request, text), system_fingerprint="fp-stub",
+            id=f"resp-{len(self.requests)}",
+            model=request.model or MODEL,
+            outputs=outputs,
+            usage=self._usage(request, text),
+            system_fingerprint="fp-stub",
         )
         response.created.FromSeconds(1_700_000_000)
         return response

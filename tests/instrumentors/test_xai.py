@@ -163,7 +163,10 @@ def test_errors_replay_as_rpc_errors_with_their_status(
     with rewind.record(trace_path):
         live = agent(_client(xai_server.address))
     assert live == [
-        grpc.StatusCode.RESOURCE_EXHAUSTED, "slow down", ["Grok stu", "b says: "], grpc.StatusCode.UNAVAILABLE
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "slow down",
+        ["Grok stu", "b says: "],
+        grpc.StatusCode.UNAVAILABLE,
     ]
     xai_server.stop()
     with rewind.replay(trace_path):
