@@ -1,0 +1,259 @@
+"""``MCPInstrumentor``: records and replays Model Context Protocol client calls (``rewind_mcp``).
+
+Hooked on ``mcp.ClientSession`` (class-level, so every session, and ``mcp.Client`` of
+mcp 2.x, which calls through its session, is covered):
+
+* ``call_tool(name, arguments)``: a ``tool`` step named after the tool, span
+  ``execute_tool {name}`` with ``gen_ai.tool.name``. A result with ``isError=True`` is a
+  normal return value (the server reported the tool's failure): it replays as the same
+  ``CallToolResult``, never as an exception. JSON-RPC errors (``McpError``/``MCPError``)
+  are recorded and raised again as the SDK's class, with ``e.error`` (code, message, data).
+* ``list_tools()``: a ``tool`` step ``mcp.list_tools`` (span ``tools/list``);
+* ``read_resource(uri)``: a ``memory`` step ``mcp.read_resource`` (span ``resources/read {uri}``).
+
+Replay never touches the session's transport: results revive as mcp's own pydantic
+types (``CallToolResult``, ``ListToolsResult``, ``ReadResourceResult``) from the trace,
+so no MCP server needs to run. The identity of a call is what the server would receive
+(tool name and arguments, cursor, resource URI); timeouts, progress callbacks and
+request ``meta`` are transport and never part of it.
+
+MCP is not an HTTP SDK: its hooks drive the interception core (``begin_call``) directly,
+and reuse the shared ``Patcher`` (class-level hooks, exact restore, gap warnings).
+mcp 2.x made ``list_tools``/``read_resource`` parameters keyword-only and added some;
+requests are bound to the installed signature, so both majors record the same identity.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from rewind.core import Call, begin_call
+from rewind.errors import RedactionError
+from rewind.replayed_error import decode_error
+
+from ._errors import error_record
+from ._instrumentor import SurfaceInstrumentor
+from ._kit import Kit
+from ._streams import NESTED
+from ._surface import Provider, Surface
+
+_SESSION = "mcp.client.session:ClientSession"
+_TYPES = "mcp.types"
+#: Call parameters that shape the request the server receives (mcp 2.x input rounds).
+_ROUND_KEYS = ("input_responses", "request_state")
+_KINDS = {"execute_tool": "tool", "retrieval": "memory"}
+
+
+class MCPProvider(Provider):
+    """The three ``ClientSession`` methods, and mcp's pydantic types for revival."""
+
+    name = "mcp"
+    package = "mcp"
+
+    def make_kit(self) -> Kit:
+        return Kit()  # pydantic types (model_validate); no streams, no HTTP wrappers
+
+    def surfaces(self) -> Sequence[Surface]:
+        def row(method: str, name: str, operation: str, path: str, result: str) -> Surface:
+            return Surface(_SESSION, method, name, operation, path, f"{_TYPES}:{result}", is_async=True, provider=self)
+
+        return [
+            row("call_tool", "mcp.call_tool", "execute_tool", "tools/call", "CallToolResult"),
+            row("list_tools", "mcp.list_tools", "execute_tool", "tools/list", "ListToolsResult"),
+            row("read_resource", "mcp.read_resource", "retrieval", "resources/read", "ReadResourceResult"),
+        ]
+
+    def hook(self, surface: Surface) -> Callable[..., Any]:
+        return _hook(surface)
+
+    # -- identity and telemetry ---------------------------------------------------------
+    def step(self, surface: Surface, arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any], str, dict[str, Any]]:
+        """(step name, request, span name, span attributes) of one call."""
+        attrs: dict[str, Any] = {"mcp.method.name": surface.path}
+        request: dict[str, Any] = {}
+        if surface.method == "call_tool":
+            tool = str(arguments.get("name"))
+            args = arguments.get("arguments")
+            request = {"name": tool, "arguments": dict(args) if isinstance(args, Mapping) else {}}
+            name, span = tool, f"execute_tool {tool}"
+            attrs["gen_ai.tool.type"] = "extension"
+        elif surface.method == "list_tools":
+            params = arguments.get("params")
+            cursor = arguments.get("cursor") or getattr(params, "cursor", None)
+            if cursor is not None:
+                request["cursor"] = cursor
+            name, span = surface.name, surface.path
+        else:
+            uri = str(arguments.get("uri"))
+            request["uri"] = uri
+            attrs["mcp.resource.uri"] = uri
+            name, span = surface.name, f"{surface.path} {uri}"
+        for key in _ROUND_KEYS:
+            if arguments.get(key) is not None:
+                request[key] = arguments[key]
+        return name, request, span, attrs
+
+    def response_attributes(self, surface: Surface, data: Any) -> dict[str, Any]:
+        if surface.method == "call_tool" and isinstance(data, dict) and data.get("isError") is True:
+            return {"error.type": "tool_error"}  # the MCP conventions' mark for a failed tool result
+        return {}
+
+    # -- recording and revival ------------------------------------------------------------
+    def dump(self, surface: Surface, result: Any) -> Any:
+        dump = getattr(result, "model_dump", None)
+        if callable(dump):
+            return dump(mode="json", by_alias=True, exclude_unset=True)
+        return super().dump(surface, result)
+
+    def result_type(self, surface: Surface, result: Any) -> str | None:
+        """The type name to record when a call returned something other than its usual type
+        (mcp 2.x ``InputRequiredResult`` or a claimed extension result)."""
+        name = type(result).__name__
+        return None if surface.result.endswith(f":{name}") else name
+
+    def revive_as(self, surface: Surface, data: Any, type_name: Any) -> Any:
+        path = surface.result
+        if isinstance(type_name, str) and type_name.isidentifier():
+            path = f"{_TYPES}:{type_name}"
+        type_ = self.type_of(path)
+        if not (isinstance(type_, type) and hasattr(type_, "model_validate")):
+            self._fallback(path, "mcp has no such type")
+            return data
+        try:
+            return self.kit.parse(type_, data)
+        except Exception as exc:  # any revival failure degrades to the dict
+            self._fallback(path, f"{type(exc).__name__}: {exc}")
+            return data
+
+    def error_record(self, exc: Exception) -> dict[str, Any]:
+        record = error_record(exc)
+        data = getattr(exc, "error", None)  # McpError/MCPError carry the JSON-RPC ErrorData
+        dump = getattr(data, "model_dump", None)
+        if callable(dump):
+            record["mcp_error"] = dump(mode="json", exclude_none=True)
+        return record
+
+    def revive_error(self, record: Mapping[str, Any], step: int) -> BaseException:
+        exc = decode_error(dict(record), step)
+        data = record.get("mcp_error")
+        error_type = self.type_of(f"{_TYPES}:ErrorData")
+        if isinstance(data, Mapping) and error_type is not None:
+            try:
+                exc.error = error_type.model_validate(data)  # type: ignore[attr-defined]
+            except Exception:  # the message and class still replay
+                pass
+        return exc
+
+
+_SIGNATURES: dict[Any, inspect.Signature | None] = {}
+
+
+def _bind(wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The call's arguments by parameter name (either mcp major), or ``None`` if they do not bind."""
+    function = getattr(wrapped, "__func__", wrapped)
+    if function not in _SIGNATURES:
+        try:
+            _SIGNATURES[function] = inspect.signature(wrapped)
+        except (TypeError, ValueError):
+            _SIGNATURES[function] = None
+    signature = _SIGNATURES[function]
+    if signature is None:
+        return None
+    try:
+        return dict(signature.bind(*args, **kwargs).arguments)
+    except TypeError:
+        return None  # the SDK raises its own TypeError when called
+
+
+def _hook(surface: Surface) -> Callable[..., Any]:
+    provider: MCPProvider = surface.provider  # type: ignore[assignment]
+    kind = _KINDS[surface.operation]
+
+    async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if NESTED.get():  # list_tools inside a live call_tool (2.x output-schema refresh)
+            return await wrapped(*args, **kwargs)
+        arguments = _bind(wrapped, args, kwargs)
+        if arguments is None:
+            return await wrapped(*args, **kwargs)
+        name, request, span_name, attributes = provider.step(surface, arguments)
+        call = begin_call(kind, name, request, span_name=span_name, attributes=attributes)
+        if call is None:
+            return await wrapped(*args, **kwargs)
+        if kind == "tool":
+            call.session.note_owner(kind, name, f"mcp.ClientSession.{surface.method}")
+        if call.replaying:
+            return _replay(provider, surface, call, instance)
+        token = NESTED.set(True)
+        try:
+            with call.activate():
+                result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            _failed(provider, call, exc)
+            raise
+        finally:
+            NESTED.reset(token)
+        _succeeded(provider, surface, call, result)
+        return result
+
+    return wrapper
+
+
+def _failed(provider: MCPProvider, call: Call, exc: BaseException) -> None:
+    try:
+        call.fail(exc, error=provider.error_record(exc) if isinstance(exc, Exception) else None)
+    except RedactionError:
+        raise  # the user's redactor failed: recorded as the step, and the agent sees it too
+    except Exception:  # the agent's exception matters, not ours
+        call.abandon(exc)
+
+
+def _succeeded(provider: MCPProvider, surface: Surface, call: Call, result: Any) -> None:
+    try:
+        data = provider.dump(surface, result)
+        type_name = provider.result_type(surface, result)
+        call.succeed(
+            data,
+            extra={"mcp": {"type": type_name}} if type_name is not None else None,
+            attributes=provider.response_attributes(surface, data),
+            converted=True,
+        )
+    except RedactionError:
+        raise
+    except Exception:  # bookkeeping failed: keep the agent's result
+        call.abandon()
+
+
+def _replay(provider: MCPProvider, surface: Surface, call: Call, instance: Any) -> Any:
+    event = call.take_served()
+    if not event.ok:
+        call.raise_recorded_error(event, provider.revive_error(event.error or {}, event.seq))
+    data = event.response
+    recorded_type = (event.get("mcp") or {}).get("type")
+    result = provider.revive_as(surface, data, recorded_type)
+    if surface.method == "list_tools" and recorded_type is None:
+        _absorb_listing(instance, result)
+    call.end_replayed(provider.response_attributes(surface, data))
+    return result
+
+
+def _absorb_listing(session: Any, result: Any) -> None:
+    """mcp 2.x sessions derive per-tool state (output schemas) from every listing they return."""
+    absorb = getattr(session, "_absorb_tool_listing", None)
+    if callable(absorb) and not isinstance(result, dict):
+        try:
+            absorb(result, complete=getattr(result, "next_cursor", None) is None)
+        except Exception:  # state for output validation only; the listing itself is served
+            pass
+
+
+PROVIDER = MCPProvider()
+
+
+class MCPInstrumentor(SurfaceInstrumentor):
+    """Records and replays ``mcp.ClientSession`` tool calls, tool listings and resource reads."""
+
+    provider = PROVIDER
+    sdk = "mcp"
+    minimum = "1.2"
