@@ -361,7 +361,7 @@ def _wrap_stub(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[
 class XAIInstrumentor(BaseInstrumentor):
     """Records and replays ``xai_sdk`` chat completions (``rewind_xai`` entry point)."""
 
-    minimum = "1.0"
+    minimum = "1.4"  # the first release that reaches a plaintext (loopback) endpoint, which the tests need
 
     def instrumentation_dependencies(self) -> Collection[str]:
         return (f"xai-sdk >= {self.minimum}",)
