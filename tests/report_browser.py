@@ -248,6 +248,11 @@ class Chromium:
         page = Page(_WebSocket("127.0.0.1", self.port, path, timeout=60))
         for domain in ("Page.enable", "Runtime.enable", "Log.enable"):
             page.send(domain)
+        # New targets do not inherit --window-size: give every page the same viewport.
+        page.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False},
+        )
         self._pages.append(page)
         return page
 

@@ -439,7 +439,9 @@
     window.addEventListener("resize", schedule);
     spacer.addEventListener("click", function (ev) {
       var node = ev.target.closest(".rw-row");
-      if (node) select(Number(node.dataset.pos), false);
+      if (!node) return;
+      container.focus({ preventScroll: true });  // so the arrow keys move from here
+      select(Number(node.dataset.pos), false);
     });
     container.addEventListener("keydown", function (ev) {
       var step = { ArrowDown: 1, ArrowUp: -1, PageDown: 20, PageUp: -20, j: 1, k: -1 }[ev.key];

@@ -1,0 +1,207 @@
+"""The HTML report in a real headless Chromium (Debian's ``chromium``; ``make browser``).
+
+Each page must load with no console error, draw its step list, show a step's
+conversation, filter on search, highlight a diff's first divergence, never run script
+from a hostile trace, and stay quick at 5,000 steps. Screenshots are kept under the
+test's tmp folder and checked not to be blank. Without Chromium these tests skip;
+tests/test_report.py checks the same pages without a browser.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from report_browser import Chromium, Page, blankness, find_chromium
+from report_runs import HOSTILE, record_agent_run
+from rewind_runs import record_long
+
+from rewind.report import write_diff_report, write_report
+from rewind.stub_server import StubServer
+
+CHROMIUM = find_chromium()
+pytestmark = pytest.mark.skipif(
+    CHROMIUM is None, reason="chromium is not installed (make browser installs Debian's chromium package)"
+)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Chromium]:
+    assert CHROMIUM is not None
+    with Chromium(CHROMIUM) as chromium:
+        yield chromium
+
+
+@pytest.fixture
+def page(browser: Chromium) -> Page:
+    return browser.page()
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("reports")
+    with StubServer() as stub:
+        paris = record_agent_run(folder / "paris.rewind", stub)
+    with StubServer() as stub:
+        rome = record_agent_run(folder / "rome.rewind", stub, city="Rome")
+    with StubServer() as stub:
+        hostile = record_agent_run(folder / "hostile.rewind", stub, hostile=True)
+    out = {"trace": folder / "paris.html", "diff": folder / "diff.html", "hostile": folder / "hostile.html"}
+    write_report(paris, out["trace"])
+    write_diff_report(paris, rome, out["diff"])
+    write_report(hostile, out["hostile"])
+    return out
+
+
+def open_report(page: Page, path: Path) -> None:
+    page.navigate(path.as_uri())
+    page.wait_until("document.body.dataset.ready === '1'")
+
+
+def click_step(page: Page, seq: int) -> str:
+    """Click the list row of step ``seq`` and return the detail pane's text."""
+    page.evaluate(f"document.querySelector('.rw-row[data-step=\"{seq}\"]').click()")
+    page.wait_until(f"document.querySelector('#rw-detail .rw-step[data-step=\"{seq}\"]') !== null")
+    return str(page.evaluate("document.getElementById('rw-detail').innerText"))
+
+
+def search(page: Page, text: str) -> str:
+    page.evaluate(
+        "(() => { const box = document.getElementById('rw-search'); box.value = "
+        + json.dumps(text)
+        + "; box.dispatchEvent(new Event('input')); })()"
+    )
+    time.sleep(0.25)  # the search box is debounced
+    return str(page.evaluate("document.getElementById('rw-count').textContent"))
+
+
+def set_control(page: Page, ident: str, field: str, value: object) -> None:
+    """Set a select's value or a checkbox's state the way a user's change would."""
+    page.evaluate(
+        f"(() => {{ const c = document.getElementById({json.dumps(ident)}); c.{field} = {json.dumps(value)};"
+        " c.dispatchEvent(new Event('change')); })()"
+    )
+
+
+def visible_steps(page: Page) -> list[int]:
+    return [int(s) for s in page.evaluate("[...document.querySelectorAll('.rw-row')].map(r => r.dataset.step)")]
+
+
+def assert_not_blank(page: Page, path: Path) -> None:
+    colours, busy = blankness(page.screenshot(path))
+    assert colours > 20 and busy > 0.05, (path, colours, busy)
+
+
+def test_trace_report(page: Page, reports: dict[str, Path], tmp_path: Path) -> None:
+    open_report(page, reports["trace"])
+    assert page.problems() == []
+    assert visible_steps(page) == list(range(10))
+    assert page.evaluate("document.querySelector('.rw-timeline canvas').getBoundingClientRect().height") > 20
+    # A chat step: the conversation, the tool call paired with its result, the image.
+    text = click_step(page, 3)
+    assert "Conversation".upper() in text.upper() and "Plan a weekend in Paris" in text
+    paired = page.evaluate("document.querySelector('#rw-detail .call .result').innerText")
+    assert "forecast" in paired and "sunny" in paired
+    page.wait_until("[...document.querySelectorAll('#rw-detail img.thumb')].every(i => i.complete)")
+    assert page.evaluate("document.querySelector('#rw-detail img.thumb').naturalWidth") == 8
+    assert "27 in · 12 out" in text or " in · " in text  # tokens from the recorded usage
+    # Anthropic: the image block as a thumbnail; the failed tool; the truncated stream.
+    click_step(page, 8)
+    assert page.evaluate("document.querySelectorAll('#rw-detail img.thumb').length") == 1
+    assert "booking backend down" in click_step(page, 7)
+    assert "Truncated stream" in click_step(page, 9)
+    assert_not_blank(page, tmp_path / "trace.png")
+    # Filters: search (over bodies too), kind, errors only.
+    assert search(page, "food") == "1 of 10 steps" and visible_steps(page) == [6]
+    assert search(page, "") == "10 steps"
+    set_control(page, "rw-kind", "value", "tool")
+    assert page.evaluate("document.getElementById('rw-count').textContent") == "5 of 10 steps"
+    set_control(page, "rw-errors", "checked", True)
+    assert visible_steps(page) == [7]
+    assert page.problems() == []
+
+
+def test_keyboard_moves_through_the_steps(page: Page, reports: dict[str, Path]) -> None:
+    open_report(page, reports["trace"])
+    click_step(page, 0)
+    for _ in range(2):
+        page.send(
+            "Input.dispatchKeyEvent",
+            {"type": "keyDown", "key": "ArrowDown", "code": "ArrowDown", "windowsVirtualKeyCode": 40},
+        )
+        page.send(
+            "Input.dispatchKeyEvent",
+            {"type": "keyUp", "key": "ArrowDown", "code": "ArrowDown", "windowsVirtualKeyCode": 40},
+        )
+    page.wait_until("document.querySelector('#rw-detail .rw-step[data-step=\"2\"]') !== null")
+
+
+def test_hostile_trace_runs_no_script(page: Page, reports: dict[str, Path], tmp_path: Path) -> None:
+    open_report(page, reports["hostile"])
+    for seq in range(10):
+        click_step(page, seq)
+        page.evaluate("document.querySelectorAll('#rw-detail details').forEach(d => { d.open = true; })")
+        page.wait_until("document.querySelectorAll('#rw-detail details pre').length > 0")
+        assert page.evaluate("typeof window.__pwned") == "undefined", seq
+    # Shown as text, exactly; nothing became an element.
+    body = page.evaluate("document.body.innerText")
+    assert '</script><script>window.__pwned = "script"</script>' in body
+    assert page.evaluate("document.querySelectorAll('img:not(.thumb), script:not([id]):not([type])').length") == 1
+    assert page.evaluate("document.title").startswith("rewind")
+    assert page.problems() == []  # not even a blocked attempt
+    assert HOSTILE[:20] in body
+    assert_not_blank(page, tmp_path / "hostile.png")
+
+
+def test_diff_report_highlights_the_first_divergence(page: Page, reports: dict[str, Path], tmp_path: Path) -> None:
+    open_report(page, reports["diff"])
+    assert page.problems() == []
+    first = page.evaluate("document.querySelector('.rw-row.first-divergence').className")
+    assert "sel" in first and "op-changed" in first
+    assert "First divergence" in page.evaluate("document.getElementById('rw-first-divergence').innerText")
+    # Side by side: the changed lines of A and B on one row.
+    changed = page.evaluate("[...document.querySelectorAll('#rw-detail table.sbs tr.d-chg')].map(r => r.innerText)")
+    assert any("Paris" in row and "Rome" in row for row in changed)
+    assert_not_blank(page, tmp_path / "diff.png")
+    # Either side's step, in full.
+    page.evaluate("[...document.querySelectorAll('.rw-tabs button')].find(b => b.dataset.tab === 'b').click()")
+    assert "Rome" in page.evaluate("document.getElementById('rw-detail').innerText")
+    set_control(page, "rw-diff-only", "checked", True)
+    count = page.evaluate("document.getElementById('rw-count').textContent")
+    assert count.endswith("of 10 rows") and not count.startswith("10 ")
+    assert page.problems() == []
+
+
+def test_five_thousand_steps_open_and_scroll(page: Page, tmp_path: Path) -> None:
+    trace = record_long(tmp_path / "long.rewind", 5000)
+    target = tmp_path / "long.html"
+    write_report(trace, target)
+    started = time.monotonic()
+    open_report(page, target)
+    opened = time.monotonic() - started
+    assert opened < 10, opened
+    assert page.problems() == []
+    # Only the rows in view exist.
+    assert 10 < page.evaluate("document.querySelectorAll('.rw-row').length") < 120
+    # Scrolling through all of it: each frame draws only what is visible.
+    elapsed = page.evaluate(
+        """(async () => {
+            const list = document.getElementById('rw-list');
+            const t0 = performance.now();
+            for (let i = 0; i <= 50; i++) {
+                list.scrollTop = list.scrollHeight * i / 50;
+                await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+            }
+            return performance.now() - t0;
+        })()"""
+    )
+    assert elapsed < 5000, elapsed
+    page.wait_until("document.querySelector('.rw-row[data-step=\"4999\"]') !== null")
+    assert "4999" in click_step(page, 4999)
+    assert search(page, "item-4321-") == "1 of 5000 steps"
+    assert visible_steps(page) == [4321]
+    assert_not_blank(page, tmp_path / "long.png")
+    assert page.problems() == []
