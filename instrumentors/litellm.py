@@ -1,0 +1,654 @@
+"""``LiteLLMInstrumentor``: records and replays ``litellm`` calls, whichever provider they reach.
+
+Hooked (module-level functions, so the hook replaces the module attribute):
+
+* ``litellm.completion`` / ``litellm.acompletion``, ``stream=True`` too (a
+  ``CustomStreamWrapper`` read with ``for`` / ``async for``);
+* ``litellm.embedding`` / ``litellm.aembedding``;
+
+each on the ``litellm`` module and on ``litellm.main``, where litellm defines them. Every
+caller that looks the function up when it calls covers: ``litellm.completion(...)``,
+``from litellm import completion`` executed after patching, ``litellm.Router`` (it calls
+``getattr(litellm, "acompletion")``), smolagents' ``LiteLLMModel``, DSPy, CrewAI,
+LangChain's ``ChatLiteLLM``, and litellm's own helpers (``text_completion``,
+``completion_with_retries``, ``batch_completion``) that call ``completion`` inside. A name
+bound by ``from litellm import completion`` BEFORE patching keeps the unpatched function.
+
+One agent call is one step: the hooked call runs with the shared ``_NESTED`` marker set, so
+what litellm does inside it (``acompletion`` calling ``completion``, the ``openai`` SDK call
+it makes for OpenAI-compatible models, its own retries) passes through, whether or not
+``patch_openai()`` is active too. At replay nothing below the hook runs: no network, no
+litellm callbacks, no cost-map lookups.
+
+Replay serves litellm's own objects: a ``ModelResponse`` / ``EmbeddingResponse`` with the
+private state agents read (``_hidden_params`` such as ``response_cost``,
+``_response_headers``, ``_response_ms``), and for streams a ``CustomStreamWrapper``
+(``isinstance`` holds) yielding ``ModelResponseStream`` chunks. Credentials (``api_key``,
+``aws_secret_access_key``, any ``*_token`` …), endpoints and transport settings
+(``api_base``, ``extra_headers``, ``timeout``, ``num_retries`` …) and litellm's call
+plumbing (``metadata``, ``litellm_logging_obj``, ``litellm_call_id`` …) are never part of a
+call's identity nor written anywhere; secret headers and URL credentials are dropped from
+the recorded private state.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import inspect
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+import wrapt
+
+from rewind.canonical import to_jsonable
+
+from ._errors import ReplayedHTTPResponse
+from ._instrumentor import SurfaceInstrumentor
+from ._kit import Kit
+from ._openai_compat import OpenAICompatibleProvider
+from ._stainless import SECRET_HEADERS, keep_headers, resolve
+from ._streams import AsyncStream, RecordEngine, ReplayEngine, SyncStream, _finish_quietly, _redacted
+from ._surface import NativeProvider, Surface, _Invocation, schema_of
+
+_STREAM = "litellm.litellm_core_utils.streaming_handler:CustomStreamWrapper"
+_RESPONSE = "litellm.types.utils:ModelResponse"
+_CHUNK = "litellm.types.utils:ModelResponseStream"
+_EMBEDDING = "litellm.types.utils:EmbeddingResponse"
+_CONVERTER = "litellm.litellm_core_utils.llm_response_utils.convert_dict_to_response:convert_to_model_response_object"
+_OLD_CONVERTER = "litellm.utils:convert_to_model_response_object"
+_CONVERTED = {"ModelResponse": "completion", "EmbeddingResponse": "embedding"}
+_UNSET: Any = object()
+
+#: Call keywords that are transport, endpoint, credentials or litellm's own plumbing: they
+#: never change what the model is asked, so they are never part of a call's identity.
+_NOT_THE_REQUEST = frozenset(
+    {
+        "api_base",
+        "base_url",
+        "api_version",
+        "extra_headers",
+        "headers",
+        "timeout",
+        "request_timeout",
+        "stream_timeout",
+        "num_retries",
+        "max_retries",
+        "metadata",
+        "litellm_metadata",
+        "litellm_logging_obj",
+        "litellm_call_id",
+        "litellm_trace_id",
+        "litellm_session_id",
+        "litellm_params",
+        "logger_fn",
+        "client",
+        "proxy_server_request",
+        "model_info",
+        "acompletion",
+        "aembedding",
+        "organization",
+        "azure_ad_token_provider",
+        "aws_region_name",
+        "aws_profile_name",
+        "aws_role_name",
+        "aws_session_name",
+        "aws_bedrock_runtime_endpoint",
+        "vertex_project",
+        "vertex_location",
+        "user_api_key_dict",
+    }
+)
+#: Names that hold a secret, whatever the provider calls it (``api_key``, ``azure_ad_token``,
+#: ``aws_secret_access_key``, ``vertex_credentials`` …); ``max_tokens`` does not match.
+_SECRET_NAME = re.compile(r"(^|[_-])(key|secret|password|token|credentials?|authorization|cookie)$", re.IGNORECASE)
+
+#: litellm's provider names that differ from ``gen_ai.provider.name`` well-known values.
+_SEMCONV_PROVIDERS = {
+    "text-completion-openai": "openai",
+    "azure": "azure.ai.openai",
+    "azure_text": "azure.ai.openai",
+    "azure_ai": "azure.ai.inference",
+    "bedrock": "aws.bedrock",
+    "vertex_ai": "gcp.vertex_ai",
+    "vertex_ai_beta": "gcp.vertex_ai",
+    "gemini": "gcp.gemini",
+    "cohere_chat": "cohere",
+    "mistral": "mistral_ai",
+    "xai": "x_ai",
+    "watsonx": "ibm.watsonx.ai",
+    "fireworks_ai": "fireworks",
+}
+
+
+@lru_cache(maxsize=512)
+def _not_the_request(key: str) -> bool:
+    return key in _NOT_THE_REQUEST or bool(_SECRET_NAME.search(key))
+
+
+def _secret_header(name: Any) -> bool:
+    lowered = str(name).lower()
+    return lowered.removeprefix("llm_provider-") in SECRET_HEADERS
+
+
+def _bare_url(url: str) -> str:
+    """``url`` without user info or query: some providers carry keys there (``?key=``)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return ""
+    host = parts.hostname or ""
+    if parts.port is not None:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+# --------------------------------------------------------------------------- private state
+
+
+def _clean_hidden(hidden: Mapping[Any, Any]) -> dict[str, Any]:
+    """``_hidden_params`` as JSON data, without secret-looking keys, headers or URL parts."""
+    clean: dict[str, Any] = {}
+    for key, value in hidden.items():
+        if not isinstance(key, str) or _SECRET_NAME.search(key):
+            continue
+        if key == "additional_headers" and isinstance(value, Mapping):
+            value = {k: v for k, v in value.items() if not _secret_header(k)}
+        elif key == "api_base" and isinstance(value, str):
+            value = _bare_url(value)
+        clean[key] = value
+    return to_jsonable(clean, where="meta")
+
+
+def private_state(obj: Any) -> dict[str, Any]:
+    """What litellm keeps on a response beside its fields, minus anything secret."""
+    state: dict[str, Any] = {}
+    hidden = getattr(obj, "_hidden_params", None)
+    if isinstance(hidden, Mapping) and hidden:
+        state["hidden_params"] = _clean_hidden(hidden)
+    headers = getattr(obj, "_response_headers", None)
+    if headers:
+        state["response_headers"] = keep_headers(headers)
+    response_ms = getattr(obj, "_response_ms", None)
+    if isinstance(response_ms, (int, float)):
+        state["response_ms"] = response_ms
+    return state
+
+
+def restore_state(obj: Any, state: Any) -> None:
+    """Put recorded private state back the way litellm sets it (plain attribute writes)."""
+    if not isinstance(state, Mapping):
+        return
+    for key, attr in (("hidden_params", "_hidden_params"), ("response_headers", "_response_headers")):
+        if isinstance(state.get(key), dict):
+            value = copy.deepcopy(state[key])  # each object its own: agents mutate them
+            if attr == "_hidden_params" and isinstance(value.get("usage"), dict):
+                value["usage"] = _usage(value["usage"])  # a stream's final chunk carries one
+            try:
+                setattr(obj, attr, value)
+            except Exception:  # a dict served by fallback revival
+                pass
+    if "response_ms" in state:
+        try:
+            obj._response_ms = state["response_ms"]
+        except Exception:
+            pass
+
+
+def _model_dump(model: Any) -> Any:
+    try:
+        # litellm's models hold values their declared types do not: pydantic would warn.
+        return model.model_dump(warnings=False)
+    except TypeError:  # pydantic before 2.? has no warnings=
+        return model.model_dump()
+
+
+def _same_attributes(obj: Any, recorded: Any, rebuilt: Any) -> None:
+    """Give ``obj`` the attributes the recorded dump has where its own dump differs."""
+    fields = getattr(obj, "__dict__", None)
+    if not isinstance(fields, dict) or not isinstance(recorded, dict) or not isinstance(rebuilt, dict):
+        return
+    for key in [k for k in rebuilt if k not in recorded and k in fields]:
+        try:
+            delattr(obj, key)
+        except Exception:
+            pass
+    for key, value in recorded.items():
+        if value is None and key not in rebuilt:
+            try:
+                setattr(obj, key, None)
+            except Exception:
+                pass
+
+
+def _usage(data: dict[str, Any]) -> Any:
+    usage = resolve("litellm.types.utils:Usage")
+    try:
+        return usage(**data) if usage is not None else data
+    except Exception:
+        return data
+
+
+def _stream_state(wrapper: Any) -> dict[str, Any]:
+    state = private_state(wrapper)
+    for attr in ("model", "custom_llm_provider"):
+        value = getattr(wrapper, attr, None)
+        if isinstance(value, str):
+            state[attr] = value
+    return state
+
+
+# --------------------------------------------------------------------------- kit and provider
+
+
+class LiteLLMKit(Kit):
+    """litellm's response types: pydantic models built from keyword arguments, one stream class."""
+
+    def __init__(self) -> None:
+        import httpx  # litellm's own HTTP library: replayed errors get case-insensitive headers
+
+        self.httpx = httpx
+        self.stream_type: Any = resolve(_STREAM)
+        self._converter: Any = _UNSET
+
+    def is_stream(self, obj: Any) -> bool:
+        return self.stream_type is not None and isinstance(obj, self.stream_type)
+
+    def parse(self, type_: Any, data: Any) -> Any:
+        convert = self.converter
+        kind = _CONVERTED.get(getattr(type_, "__name__", ""))
+        if convert is None or kind is None or not isinstance(data, dict):
+            return type_(**data)  # stream chunks: what litellm builds them with
+        # litellm's converter from OpenAI-shaped dicts (what its OpenAI-compatible routes
+        # and its cache build responses with). Other routes build them their own way, and
+        # litellm deletes optional attributes it considers unset: the revived object gets
+        # exactly the recorded ones.
+        revived = convert(response_object=data, model_response_object=type_(), response_type=kind)
+        if kind == "completion":
+            again = _model_dump(revived)
+            if again != data:
+                _same_attributes(revived, data, again)
+                for choice, recorded, rebuilt in zip(revived.choices, data.get("choices") or (), again["choices"]):
+                    _same_attributes(choice, recorded, rebuilt)
+                    if isinstance(recorded, dict) and isinstance(rebuilt, dict):
+                        message = getattr(choice, "message", None)
+                        _same_attributes(message, recorded.get("message"), rebuilt.get("message"))
+        return revived
+
+    @property
+    def converter(self) -> Any:
+        if self._converter is _UNSET:
+            self._converter = resolve(_CONVERTER) or resolve(_OLD_CONVERTER)
+        return self._converter
+
+    def revival_gap(self) -> str | None:
+        if resolve(_RESPONSE) is None:
+            return "rewind found no litellm.types.utils.ModelResponse"
+        return None
+
+    def replayed_stream(self, state: Any, kwargs: Mapping[str, Any]) -> Any:
+        """A ``CustomStreamWrapper`` that never reads: the replayed chunks come from rewind.
+
+        Built without ``__init__`` (which needs litellm's live logging object); it carries
+        the attributes an agent reads from a live one before iterating.
+        """
+        cls = self.stream_type
+        if cls is None:
+            return iter(())
+        wrapper = cls.__new__(cls)
+        state = state if isinstance(state, Mapping) else {}
+        wrapper.__dict__.update(
+            model=state.get("model", kwargs.get("model")),
+            custom_llm_provider=state.get("custom_llm_provider"),
+            completion_stream=None,
+            logging_obj=None,
+            stream_options=kwargs.get("stream_options"),
+            messages=kwargs.get("messages"),
+            response_id=None,
+            chunks=[],
+            _closed=False,
+            _hidden_params={},
+            _response_headers=None,
+        )
+        restore_state(wrapper, state)
+        return wrapper
+
+
+class LiteLLMProvider(OpenAICompatibleProvider, NativeProvider):
+    """litellm speaks the OpenAI chat/embeddings shapes whichever provider answers."""
+
+    name = "litellm"  # a fallback: spans name the provider litellm routes to
+    package = "litellm"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._routes: dict[tuple[Any, Any], tuple[str, Any]] = {}
+        self._positional: dict[str, tuple[str, ...]] = {}
+
+    def make_kit(self) -> Kit:
+        return LiteLLMKit()
+
+    def surfaces(self) -> Sequence[Surface]:
+        rows: list[Surface] = []
+        for module in ("litellm", "litellm.main"):
+            for method, is_async in (("completion", False), ("acompletion", True)):
+                rows.append(
+                    Surface(
+                        module,
+                        method,
+                        "litellm.completion",  # one identity for sync and async, like the SDK hooks
+                        operation="chat",
+                        path="/chat/completions",
+                        result=_RESPONSE,
+                        chunk=_CHUNK,
+                        is_async=is_async,
+                        provider=self,
+                    )
+                )
+            for method, is_async in (("embedding", False), ("aembedding", True)):
+                rows.append(
+                    Surface(
+                        module,
+                        method,
+                        "litellm.embedding",
+                        operation="embeddings",
+                        path="/embeddings",
+                        result=_EMBEDDING,
+                        is_async=is_async,
+                        provider=self,
+                    )
+                )
+        return rows
+
+    def invocation(self, surface: Surface, call: Any, instance: Any, kwargs: Mapping[str, Any]) -> _Invocation:
+        return LiteLLMInvocation(surface, call, instance, kwargs)
+
+    # -- identity -----------------------------------------------------------------------
+    def request(
+        self, surface: Surface, instance: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if args:
+            # completion("gpt-4o", messages) and completion(model="gpt-4o", messages=...)
+            # are the same request.
+            names = self._positional_names(surface)
+            for name, value in zip(names, args):
+                if not _not_the_request(name):
+                    out[name] = value
+            if len(args) > len(names):
+                out["args"] = list(args[len(names) :])
+        for key, value in kwargs.items():
+            if _not_the_request(key):
+                continue
+            out[key] = schema_of(value) if isinstance(value, type) else value
+        return out
+
+    def _positional_names(self, surface: Surface) -> tuple[str, ...]:
+        names = self._positional.get(surface.method)
+        if names is None:
+            names = _parameter_names(resolve(f"litellm.main:{surface.method}"))
+            if not names and surface.method.startswith("a"):  # aembedding(*args, **kwargs)
+                names = _parameter_names(resolve(f"litellm.main:{surface.method[1:]}"))
+            self._positional[surface.method] = names
+        return names
+
+    # -- telemetry ----------------------------------------------------------------------
+    def span(self, surface: Surface, instance: Any, request: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        provider, model = self._route(request.get("model"), request.get("custom_llm_provider"))
+        attrs: dict[str, Any] = {"gen_ai.operation.name": surface.operation, "gen_ai.provider.name": provider}
+        if isinstance(model, str) and model:
+            attrs["gen_ai.request.model"] = model
+        attrs.update(self.request_attributes(surface, request))
+        name = f"{surface.operation} {model}" if isinstance(model, str) and model else surface.operation
+        return name, attrs
+
+    def _route(self, model: Any, custom: Any) -> tuple[str, Any]:
+        """``gen_ai.provider.name`` and the provider's model name for a litellm model string."""
+        key = (model, custom)
+        route = self._routes.get(key)
+        if route is None:
+            route = _resolve_route(model, custom)
+            if len(self._routes) < 1024:  # agents use a handful of models: a bounded cache
+                self._routes[key] = route
+        return route
+
+    # -- recording ----------------------------------------------------------------------
+    def dump(self, surface: Surface, result: Any) -> Any:
+        if not callable(getattr(result, "model_dump", None)):
+            return to_jsonable(result, where="response")
+        return to_jsonable(_model_dump(result), where="response")
+
+    def dump_chunk(self, surface: Surface, chunk: Any) -> Any:
+        return self.dump(surface, chunk)
+
+    # -- revival ------------------------------------------------------------------------
+    def revive_chunk(self, surface: Surface, data: Any) -> Any:
+        if self.type_of(_CHUNK) is None and isinstance(data, dict):
+            # litellm before ModelResponseStream streamed ModelResponse(stream=True) chunks.
+            return self.construct(_RESPONSE, {**data, "stream": True})
+        return self.construct(surface.chunk, data)
+
+    def revive_error(self, record: Mapping[str, Any], step: int) -> BaseException:
+        exc = super().revive_error(record, step)
+        response = exc.__dict__.get("response")
+        if isinstance(response, ReplayedHTTPResponse):
+            try:  # what litellm exceptions carry the provider's response headers as
+                exc.litellm_response_headers = response.headers  # type: ignore[attr-defined]
+            except (AttributeError, TypeError):
+                pass
+        return exc
+
+
+def _parameter_names(function: Any) -> tuple[str, ...]:
+    if function is None:
+        return ()
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return tuple(p.name for p in parameters if p.kind in positional)
+
+
+def _resolve_route(model: Any, custom: Any) -> tuple[str, Any]:
+    if not isinstance(model, str):
+        return "litellm", model
+    try:
+        from litellm import get_llm_provider
+
+        name, provider, _key, _base = get_llm_provider(
+            model=model, custom_llm_provider=custom if isinstance(custom, str) else None
+        )
+    except Exception:  # a model litellm cannot route: the live call fails the same way
+        return "litellm", model
+    if not isinstance(provider, str) or not provider:
+        return "litellm", model
+    return _SEMCONV_PROVIDERS.get(provider, provider), name if isinstance(name, str) else model
+
+
+# --------------------------------------------------------------------------- one call
+
+
+class _StreamRecorder(RecordEngine):
+    """Also keeps the chunks' private state: the first chunk's in full, then what changed.
+
+    litellm repeats most of ``_hidden_params`` (response headers …) on every chunk; only a
+    timestamp and, at the end, usage differ.
+    """
+
+    def __init__(self, call: Any, surface: Surface, stream_state: dict[str, Any]) -> None:
+        super().__init__(call, surface)
+        self._state: dict[str, Any] = {"stream": stream_state}
+        self.extra["litellm"] = self._state
+        self._first: Mapping[Any, Any] = {}
+
+    def take(self, item: Any) -> Any:
+        self._last = (item, len(self.chunks))
+        try:
+            self._keep_state(item, len(self.chunks))
+        except Exception:  # private state is a nicety; the chunks are the record
+            pass
+        return super().take(item)
+
+    def finish(self, *, complete: bool, exc: BaseException | None = None) -> None:
+        last = self.__dict__.pop("_last", None)
+        if last is not None and not self.finished and last[1] > 0:
+            # litellm fills the final chunk's usage in once the stream ends: what the agent
+            # holds by now is what it reads.
+            try:
+                self._keep_state(*last)
+            except Exception:
+                pass
+        super().finish(complete=complete, exc=exc)
+
+    def _keep_state(self, item: Any, index: int) -> None:
+        hidden = getattr(item, "_hidden_params", None)
+        if index == 0:
+            self._first = dict(hidden) if isinstance(hidden, Mapping) else {}
+            self._state["chunk"] = private_state(item)
+            return
+        if not isinstance(hidden, Mapping):
+            return
+        first = self._first
+        changed = {k: v for k, v in hidden.items() if k not in first or first[k] != v}
+        gone = [k for k in first if k not in hidden]
+        if changed or gone:
+            diff: dict[str, Any] = {"hidden_params": _clean_hidden(changed)}
+            if gone:
+                diff["gone"] = [str(k) for k in gone]
+            self._state.setdefault("chunks", {})[str(index)] = diff
+        else:
+            self._state.get("chunks", {}).pop(str(index), None)
+
+
+def _chunk_reviver(provider: LiteLLMProvider, surface: Surface, state: Mapping[str, Any]) -> Any:
+    """Revives recorded chunk ``i`` with the private state chunk ``i`` had."""
+    first: Mapping[str, Any] = state.get("chunk") or {}
+    diffs: Mapping[str, Any] = state.get("chunks") or {}
+    if not isinstance(first, Mapping) or not isinstance(diffs, Mapping):  # a hand-edited trace
+        first, diffs = {}, {}
+    position = iter(range(sys.maxsize))
+
+    def revive(data: Any) -> Any:
+        chunk = provider.revive_chunk(surface, data)
+        own = diffs.get(str(next(position)))
+        if isinstance(own, Mapping) and isinstance(first.get("hidden_params"), dict):
+            hidden = {**first["hidden_params"], **(own.get("hidden_params") or {})}
+            for key in own.get("gone") or ():
+                hidden.pop(key, None)
+            restore_state(chunk, {**first, "hidden_params": hidden})
+        else:
+            restore_state(chunk, first)
+        return chunk
+
+    return revive
+
+
+class _AsyncStream(AsyncStream):
+    """``CustomStreamWrapper`` closes asynchronously through ``aclose`` (``close`` is sync)."""
+
+    async def close(self) -> None:
+        _finish_quietly(self._self_engine, complete=False)
+        wrapped = self.__wrapped__
+        aclose = getattr(wrapped, "aclose", None)
+        if callable(aclose):
+            await aclose()
+            return
+        close = getattr(wrapped, "close", None)
+        if callable(close):
+            result = close()
+            if inspect.isawaitable(result):
+                await result
+
+
+def _stream_proxy(wrapped: Any, engine: RecordEngine | ReplayEngine, *, is_async: bool) -> Any:
+    # One class serves both: whether the agent reads it with async for is the function's.
+    return _AsyncStream(wrapped, engine) if is_async else SyncStream(wrapped, engine)
+
+
+class LiteLLMInvocation(_Invocation):
+    """A litellm call: responses carry private state, and one stream class serves sync and async."""
+
+    __slots__ = ()
+
+    def _adopt(self, result: Any) -> Any:
+        surface, call = self.surface, self.call
+        provider = surface.provider
+        if provider.kit.is_stream(result):
+            engine = _StreamRecorder(call, surface, _stream_state(result))
+            return _stream_proxy(result, engine, is_async=surface.is_async)
+        data = provider.dump(surface, result)
+        state = private_state(result)
+        call.succeed(
+            data,
+            extra=_redacted(call, {"litellm": state}) if state else None,
+            attributes=provider.response_attributes(surface, data),
+            converted=True,
+        )
+        return result
+
+    def replay(self) -> Any:
+        call, surface = self.call, self.surface
+        provider = surface.provider
+        event = call.take_served()
+        stream_record = event.get("stream")
+        state = event.get("litellm")
+        state = state if isinstance(state, Mapping) else {}
+        if not event.ok and stream_record is None:
+            call.raise_recorded_error(event, provider.revive_error(event.error or {}, event.seq))
+        if stream_record is not None:
+            assert isinstance(provider, LiteLLMProvider)
+            engine = ReplayEngine(call, surface, event, _chunk_reviver(provider, surface, state))
+            kit = provider.kit
+            assert isinstance(kit, LiteLLMKit)
+            wrapper = kit.replayed_stream(state.get("stream"), self.kwargs)
+            return _stream_proxy(wrapper, engine, is_async=surface.is_async)
+        data = event.response
+        revived = provider.revive(surface, data, self.kwargs)
+        restore_state(revived, state)
+        call.end_replayed(provider.response_attributes(surface, data))
+        return revived
+
+
+PROVIDER = LiteLLMProvider()
+
+
+class LiteLLMInstrumentor(SurfaceInstrumentor):
+    """Records and replays ``litellm`` calls (``rewind_litellm`` entry point).
+
+    litellm takes seconds to import (and fetches its model cost map over the network
+    unless ``LITELLM_LOCAL_MODEL_COST_MAP=True``), so instrumenting never imports it: if
+    it is not imported yet, the hooks go in right after the program imports it.
+    """
+
+    provider = PROVIDER
+    sdk = "litellm"
+    minimum = "1.60"
+
+    def _instrument(self, **kwargs: Any) -> None:
+        if "litellm" in sys.modules:
+            super()._instrument(**kwargs)
+            return
+        if importlib.util.find_spec("litellm") is None:
+            raise ModuleNotFoundError("No module named 'litellm'", name="litellm")  # the loader skips us
+        self.__dict__["_rewind_armed"] = True
+        if not self.__dict__.get("_rewind_hook"):
+            self.__dict__["_rewind_hook"] = True
+            wrapt.register_post_import_hook(self._imported, "litellm")
+
+    def _imported(self, module: Any) -> None:
+        if not self.__dict__.get("_rewind_armed"):
+            return  # uninstrumented before the program imported litellm
+        try:
+            super()._instrument()
+        except Exception:  # never break the program's import (a PatchGapWarning made an error)
+            pass
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        self.__dict__["_rewind_armed"] = False
+        super()._uninstrument(**kwargs)
