@@ -46,8 +46,11 @@ def error_line(error: Any) -> str:
 
 def model_of(event: Event) -> str | None:
     """The model an llm step used: what the provider reported, else what was asked for."""
-    # In order, and only as far as needed: reading the request costs a parse of the whole line.
-    return _model_in(event.response) or _model_in(_stream_head(event)) or _model_in(event.request)
+    for source in (event.response, _stream_head(event), event.request):
+        model = _model_in(source)
+        if model:
+            return model
+    return None
 
 
 def _model_in(payload: Any) -> str | None:
