@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -43,7 +44,7 @@ from rewind.session import current_session
 
 from ._errors import error_record, revive_error
 from ._kit import ASYNC_GENERATORS, GENERATORS, Kit
-from ._stainless import keep_headers, resolve
+from ._stainless import dump_model, keep_headers, resolve
 from ._surface import BindingFields, NativeProvider, Patcher, Surface, intercepting, sync_wrapper, warn_once
 
 _V2 = "cohere.v2.client"
@@ -247,20 +248,41 @@ class CohereProvider(NativeProvider):
     def stream_summary(self, surface: Surface, chunks: list[Any]) -> Any:
         return accumulate_chat(chunks)
 
+    # -- recording ------------------------------------------------------------------
+    def dump(self, surface: Surface, result: Any) -> Any:
+        return dump_fern(result)
+
+    def dump_chunk(self, surface: Surface, chunk: Any) -> Any:
+        return dump_fern(chunk)
+
     # -- errors ---------------------------------------------------------------------
     def error_record(self, exc: Exception) -> dict[str, Any]:
         record = error_record(exc)
+        body = getattr(exc, "body", None)
+        if hasattr(body, "dict"):
+            # A typed error body (TooManyRequestsErrorBody …): revived as that model if loaded.
+            record["body"] = dump_fern(body)
+            record["body_type"] = f"{type(body).__module__}:{type(body).__qualname__}"
         status = getattr(exc, "status_code", None)
         if "response" not in record and isinstance(status, int):
             # ApiError keeps the status, headers and parsed body, not the HTTP response.
             body = getattr(exc, "body", None)
-            text = body if isinstance(body, str) else json.dumps(to_jsonable(body))
+            text = body if isinstance(body, str) else json.dumps(record.get("body"))
             record["response"] = {"status_code": status, "headers": keep_headers(getattr(exc, "headers", None))}
             record["response"]["text"] = text
         return record
 
     def revive_error(self, record: Mapping[str, Any], step: int) -> BaseException:
         exc = revive_error(record, step, httpx=self.kit.httpx)
+        body_type = record.get("body_type")
+        if isinstance(body_type, str) and "body" in record:
+            module, _, name = body_type.partition(":")
+            cls = getattr(sys.modules.get(module), name, None)  # a trace never imports anything
+            if cls is not None and self.kit.construct_type is not None:
+                try:
+                    exc.body = self.kit.construct_type(type_=cls, object_=record["body"])  # type: ignore[attr-defined]
+                except Exception:  # the dict is still the body
+                    pass
         response = record.get("response")
         if isinstance(response, Mapping):
             try:  # ApiError.headers: the response headers as a plain dict
@@ -268,6 +290,17 @@ class CohereProvider(NativeProvider):
             except (AttributeError, TypeError):
                 pass
         return exc
+
+
+def dump_fern(model: Any) -> Any:
+    """Wire-shaped JSON of a Fern model: its own ``dict()`` applies the wire names (``float``)."""
+    as_dict = getattr(model, "dict", None)
+    if callable(as_dict) and hasattr(type(model), "model_fields"):
+        try:
+            return to_jsonable(as_dict())
+        except Exception:  # fall back to pydantic's dump
+            pass
+    return dump_model(model)
 
 
 def _bypass_detector(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -1,0 +1,397 @@
+"""``GeminiInstrumentor``: records and replays the ``google-genai`` SDK (Gemini API and Vertex AI).
+
+Hooked surfaces, sync (``client.models``) and async (``client.aio.models``), class-level:
+
+* ``generate_content`` and ``generate_content_stream``, at the SDK's per-request layer
+  (``Models._generate_content`` / ``_generate_content_stream``). The public methods stay
+  the SDK's own, so everything they do around the request runs as usual on replay:
+  automatic function calling (AFC) calls your Python tools between model turns (each
+  model turn is one step; decorate the tools with ``@rewind.tool`` to record them too),
+  automatic continuation, ``chats`` sessions, ``automatic_function_calling_history``;
+* ``embed_content``.
+
+Replay revives ``GenerateContentResponse`` / ``EmbedContentResponse`` the way the SDK
+does (``_from_response``), so ``.text``, ``.function_calls`` and ``.parsed`` (with a
+``response_schema``) work; streams yield ``GenerateContentResponse`` chunks from the SDK's
+own generator. The request identity is ``model``, ``contents`` and ``config`` without
+``config.http_options`` (headers, base URL, timeouts: transport, and where an API key
+passed per call would sit); Python functions given as tools are identified by name.
+
+The SDK is neither Stainless- nor Speakeasy-generated: this module brings a small kit
+(``_kit``) and its error handling (``errors.ClientError`` / ``ServerError`` keep
+``code``, ``status``, ``message`` and ``details`` on replay, whichever HTTP library the
+client used).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+
+from rewind.canonical import to_jsonable
+from rewind.errors import PatchGapWarning, RewindWarning
+
+from ._errors import error_record, revive_error
+from ._kit import ASYNC_GENERATORS, GENERATORS, Kit
+from ._stainless import keep_headers
+from ._surface import BindingFields, NativeProvider, Patcher, Surface, schema_of, warn_once
+
+_MODELS = "google.genai.models"
+_RESPONSE = "google.genai.types:GenerateContentResponse"
+_EMBEDDING = "google.genai.types:EmbedContentResponse"
+#: Fields of a response object the SDK derives client-side: never recorded, recomputed on replay.
+_DERIVED = ("parsed",)
+
+
+class GoogleKit(Kit):
+    """The ``google-genai`` core: generator streams, pydantic types revived with ``_from_response``."""
+
+    def __init__(self) -> None:
+        try:
+            import httpx
+
+            self.httpx = httpx
+        except ImportError:  # 1.0 talked to the API through requests
+            self.httpx = None
+
+    def is_stream(self, obj: Any) -> bool:
+        return isinstance(obj, GENERATORS + ASYNC_GENERATORS)
+
+    def is_async_stream(self, obj: Any) -> bool:
+        return isinstance(obj, ASYNC_GENERATORS)
+
+    def parse(self, type_: Any, data: Any) -> Any:
+        return revive_model(type_, data, {})
+
+
+def revive_model(type_: Any, data: Any, config: Mapping[str, Any]) -> Any:
+    """``data`` as the SDK's ``_from_response`` builds it (``parsed`` included, given the config)."""
+    from_response = getattr(type_, "_from_response", None)
+    if from_response is None:
+        return type_.model_validate(data)
+    return from_response(response=data, kwargs={"config": dict(config)} if config else {})
+
+
+class GeminiProvider(NativeProvider):
+    """What is Gemini-specific about recording and replaying ``google-genai``."""
+
+    name = "gcp.gemini"
+    package = "google.genai"
+    transport_keys = frozenset()
+
+    def make_kit(self) -> Kit:
+        return GoogleKit()
+
+    def surfaces(self) -> Sequence[Surface]:
+        rows: list[Surface] = []
+        for is_async, prefix in ((False, ""), (True, "Async")):
+            owner = f"{_MODELS}:{prefix}Models"
+            common: BindingFields = {"is_async": is_async, "provider": self}
+            rows += [
+                Surface(
+                    owner,
+                    "_generate_content",
+                    "gemini.models.generate_content",
+                    operation="generate_content",
+                    path=":generateContent",
+                    result=_RESPONSE,
+                    **common,
+                ),
+                Surface(
+                    owner,
+                    "_generate_content_stream",
+                    "gemini.models.generate_content_stream",
+                    operation="generate_content",
+                    path=":streamGenerateContent",
+                    result=_RESPONSE,
+                    chunk=_RESPONSE,
+                    **common,
+                ),
+                Surface(
+                    owner,
+                    "embed_content",
+                    "gemini.models.embed_content",
+                    operation="embeddings",
+                    path=":batchEmbedContents",
+                    result=_EMBEDDING,
+                    **common,
+                ),
+            ]
+        return rows
+
+    # -- identity -------------------------------------------------------------------
+    def request(
+        self, surface: Surface, instance: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        out = super().request(surface, instance, args, kwargs)
+        config = out.get("config")
+        if config is not None:
+            out["config"] = config_identity(config)
+        return out
+
+    # -- telemetry --------------------------------------------------------------------
+    def span(self, surface: Surface, instance: Any, request: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        name, attrs = super().span(surface, instance, request)
+        client = getattr(instance, "_api_client", None)
+        if getattr(client, "vertexai", False):
+            attrs["gen_ai.provider.name"] = "gcp.vertex_ai"
+        attrs.update(_server_attributes(client))
+        return name, attrs
+
+    def request_attributes(self, surface: Surface, request: Mapping[str, Any]) -> dict[str, Any]:
+        config = request.get("config")
+        attrs: dict[str, Any] = {}
+        if surface.method == "_generate_content_stream":
+            attrs["gen_ai.request.stream"] = True
+        if not isinstance(config, dict):
+            return attrs
+        for key, attr in (
+            ("temperature", "gen_ai.request.temperature"),
+            ("top_p", "gen_ai.request.top_p"),
+            ("top_k", "gen_ai.request.top_k"),
+            ("max_output_tokens", "gen_ai.request.max_tokens"),
+            ("seed", "gen_ai.request.seed"),
+            ("presence_penalty", "gen_ai.request.presence_penalty"),
+            ("frequency_penalty", "gen_ai.request.frequency_penalty"),
+            ("candidate_count", "gen_ai.request.choice.count"),
+            ("output_dimensionality", "gen_ai.embeddings.dimension.count"),
+        ):
+            value = config.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                attrs[attr] = value
+        stop = config.get("stop_sequences")
+        if isinstance(stop, list) and all(isinstance(s, str) for s in stop):
+            attrs["gen_ai.request.stop_sequences"] = stop
+        mime = config.get("response_mime_type")
+        if isinstance(mime, str):
+            attrs["gen_ai.output.type"] = "json" if mime == "application/json" else "text"
+        return attrs
+
+    def response_attributes(self, surface: Surface, data: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            return {}
+        attrs: dict[str, Any] = {}
+        if isinstance(data.get("responseId"), str):
+            attrs["gen_ai.response.id"] = data["responseId"]
+        if isinstance(data.get("modelVersion"), str):
+            attrs["gen_ai.response.model"] = data["modelVersion"]
+        reasons = [c.get("finishReason") for c in data.get("candidates") or [] if isinstance(c, dict)]
+        reasons = [r for r in reasons if isinstance(r, str)]
+        if reasons:
+            attrs["gen_ai.response.finish_reasons"] = reasons
+        usage = data.get("usageMetadata")
+        if isinstance(usage, dict):
+            for key, attr in (
+                ("promptTokenCount", "gen_ai.usage.input_tokens"),
+                ("candidatesTokenCount", "gen_ai.usage.output_tokens"),
+                ("cachedContentTokenCount", "gen_ai.usage.cache_read.input_tokens"),
+                ("thoughtsTokenCount", "gen_ai.usage.reasoning.output_tokens"),
+            ):
+                if isinstance(usage.get(key), int):
+                    attrs[attr] = usage[key]
+        embeddings = data.get("embeddings")
+        if isinstance(embeddings, list) and embeddings and isinstance(embeddings[0], dict):
+            values = embeddings[0].get("values")
+            if isinstance(values, list):
+                attrs["gen_ai.embeddings.dimension.count"] = len(values)
+        return attrs
+
+    def stream_summary(self, surface: Surface, chunks: list[Any]) -> Any:
+        return accumulate_response(chunks)
+
+    # -- recording ------------------------------------------------------------------
+    def dump(self, surface: Surface, result: Any) -> Any:
+        return dump_response(result)
+
+    def dump_chunk(self, surface: Surface, chunk: Any) -> Any:
+        return dump_response(chunk)
+
+    # -- revival --------------------------------------------------------------------
+    def revive(self, surface: Surface, data: Any, kwargs: Mapping[str, Any]) -> Any:
+        type_ = self.type_of(surface.result)
+        if type_ is None or not isinstance(data, dict):
+            return super().revive(surface, data, kwargs)
+        config = kwargs.get("config")
+        schema = {key: _config_value(config, key) for key in ("response_schema", "response_json_schema")}
+        try:
+            return revive_model(type_, data, {k: v for k, v in schema.items() if v is not None})
+        except Exception as exc:  # any revival failure degrades to the dict
+            self._fallback(surface.result, f"{type(exc).__name__}: {exc}")
+            return data
+
+    # -- errors ---------------------------------------------------------------------
+    def error_record(self, exc: Exception) -> dict[str, Any]:
+        record = error_record(exc)
+        code = getattr(exc, "code", None)
+        details = getattr(exc, "details", None)
+        if details is not None:
+            record["details"] = to_jsonable(details)
+        if "response" not in record and isinstance(code, int):
+            # aiohttp responses (async clients) have no status_code/text: the error's own fields tell it.
+            response = getattr(exc, "response", None)
+            record["response"] = {
+                "status_code": code,
+                "headers": keep_headers(getattr(response, "headers", None)),
+                "text": json.dumps(record.get("details")),
+            }
+        return record
+
+    def revive_error(self, record: Mapping[str, Any], step: int) -> BaseException:
+        exc = revive_error(record, step, httpx=self.kit.httpx)
+        if "details" in record:
+            try:
+                exc.details = record["details"]  # type: ignore[attr-defined]
+            except (AttributeError, TypeError):
+                pass
+        return exc
+
+
+def _config_value(config: Any, key: str) -> Any:
+    if isinstance(config, Mapping):
+        return config.get(key)
+    return getattr(config, key, None)
+
+
+def config_identity(config: Any) -> Any:
+    """A generate/embed ``config`` as identity: transport dropped, tools and schemas as data."""
+    if hasattr(config, "model_dump") and not isinstance(config, type):
+        try:
+            config = config.model_dump(exclude_none=True)
+        except Exception:  # an odd config is identified by what to_jsonable makes of it
+            return config
+    if not isinstance(config, Mapping):
+        return config
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if key in ("http_options", "httpOptions") or value is None:
+            continue
+        out[key] = _identity_value(value)
+    return out
+
+
+def _identity_value(value: Any) -> Any:
+    if isinstance(value, type):
+        return schema_of(value)  # response_schema=MyModel
+    if inspect.isfunction(value) or inspect.ismethod(value) or inspect.isbuiltin(value):
+        return {"function": f"{value.__module__}.{value.__qualname__}"}  # a Python tool (AFC)
+    if isinstance(value, Mapping):
+        return {str(k): _identity_value(v) for k, v in value.items() if v is not None}
+    if isinstance(value, (list, tuple)):
+        return [_identity_value(v) for v in value]
+    if hasattr(value, "model_dump") and not isinstance(value, type):
+        try:
+            return _identity_value(value.model_dump(exclude_none=True))
+        except Exception:
+            return value
+    return value
+
+
+def dump_response(result: Any) -> Any:
+    """Wire-shaped JSON of a response object: API (camelCase) names, set fields, no derived ones."""
+    dump = getattr(result, "model_dump", None)
+    if not callable(dump):
+        return to_jsonable(result)
+    data = dump(mode="json", by_alias=True, exclude_none=True, exclude=set(_DERIVED))
+    http = data.get("sdkHttpResponse")
+    if isinstance(http, dict) and isinstance(http.get("headers"), dict):
+        http["headers"] = keep_headers(http["headers"])
+    return data
+
+
+def _server_attributes(client: Any) -> dict[str, Any]:
+    options = getattr(client, "_http_options", None)
+    try:
+        parts = urlsplit(str(getattr(options, "base_url", None) or ""))
+    except ValueError:
+        return {}
+    attrs: dict[str, Any] = {}
+    if parts.hostname:
+        attrs["server.address"] = parts.hostname
+        port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+        if port is not None:
+            attrs["server.port"] = port
+    return attrs
+
+
+def accumulate_response(chunks: list[Any]) -> dict[str, Any] | None:
+    """The ``GenerateContentResponse`` a list of streamed chunks adds up to (texts joined)."""
+    dicts = [c for c in chunks if isinstance(c, dict)]
+    if not dicts:
+        return None
+    summary: dict[str, Any] = {}
+    parts: list[dict[str, Any]] = []
+    role = "model"
+    finish: Any = None
+    for chunk in dicts:
+        for key in ("responseId", "modelVersion", "usageMetadata", "createTime"):
+            if chunk.get(key) is not None:
+                summary[key] = chunk[key]
+        for candidate in (chunk.get("candidates") or [])[:1]:
+            if not isinstance(candidate, dict):
+                continue
+            finish = candidate.get("finishReason") or finish
+            content: dict[str, Any] = candidate["content"] if isinstance(candidate.get("content"), dict) else {}
+            role = content.get("role") or role
+            for part in content.get("parts") or []:
+                if not isinstance(part, dict):
+                    continue
+                last = parts[-1] if parts else None
+                if (
+                    isinstance(part.get("text"), str)
+                    and last is not None
+                    and isinstance(last.get("text"), str)
+                    and bool(last.get("thought")) == bool(part.get("thought"))
+                    and len(last) == (2 if "thought" in last else 1)
+                ):
+                    last["text"] += part["text"]  # consecutive text parts read as one
+                else:
+                    parts.append(dict(part))
+    candidate_out: dict[str, Any] = {"content": {"role": role, "parts": parts}, "index": 0}
+    if finish is not None:
+        candidate_out["finishReason"] = finish
+    summary["candidates"] = [candidate_out]
+    return summary
+
+
+PROVIDER = GeminiProvider()
+
+#: The oldest google-genai release the test suite is run against (compat/gemini.txt).
+MINIMUM_SDK = "1.0"
+
+
+class GeminiInstrumentor(BaseInstrumentor):
+    """Records and replays calls made through ``google-genai`` (``rewind_gemini`` entry point)."""
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return (f"google-genai >= {MINIMUM_SDK}",)
+
+    def _instrument(self, **kwargs: Any) -> None:
+        import google.genai  # noqa: F401 - a missing SDK raises ModuleNotFoundError: the loader skips us
+
+        patcher = getattr(self, "_rewind_patcher", None)
+        if patcher is None:
+            patcher = self._rewind_patcher = Patcher(PROVIDER)
+        if patcher.active:
+            return
+        try:
+            patcher.apply()
+        except RewindWarning:
+            raise  # a PatchGapWarning the user turned into an error
+        except Exception as exc:  # instrumenting must never break the application
+            patcher.revert()
+            warn_once(
+                f"instrument:gemini:{type(exc).__name__}",
+                f"rewind could not instrument the google-genai SDK ({type(exc).__name__}: {exc}); "
+                "Gemini calls will run live and unrecorded.",
+                PatchGapWarning,
+            )
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        patcher = getattr(self, "_rewind_patcher", None)
+        if patcher is not None:
+            patcher.revert()
