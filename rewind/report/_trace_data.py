@@ -14,7 +14,7 @@ from typing import Any
 from .. import blobs as _blobs
 from .._preview import error_line, model_of, outcome, stream_text
 from ..accounting import PRICES_CHECKED, ModelPrice, account, price_for, usage_of
-from ..trace import BLOBS_FORMAT_VERSION, Trace
+from ..trace import BLOBS_FORMAT_VERSION, Event, Trace
 from ._payload import Embedder, Limits, strict_lines
 
 _SUMMARY = 240
@@ -45,6 +45,24 @@ def _header(trace: Trace, embedder: Embedder) -> Any:
         embedder.limits = saved
 
 
+def _for_accounting(event: Event, step: Event, model: str | None, stream: Any) -> Event:
+    """A stand-in holding what ``account`` reads of a step (its model, response, error,
+    stream), so totals come from rewind.accounting without keeping every request."""
+    if event.kind != "llm":
+        return Event(event.seq, event.kind, event.name, event.fingerprint, live=event.live)
+    return Event(
+        event.seq,
+        event.kind,
+        event.name,
+        event.fingerprint,
+        {"model": model} if model else None,
+        step.response,
+        step.error,
+        live=event.live,
+        extra={"stream": stream} if stream is not None else None,
+    )
+
+
 def build_section(
     trace: Trace,
     embedder: Embedder,
@@ -57,7 +75,9 @@ def build_section(
     says which bodies get the size budget first; the rest follow in step order."""
     store = _blob_store(trace)
     events = trace.events
-    hydrated = [event.hydrated() for event in events]  # one parse of each head, shared below
+    # What account() reads of each step, kept small: a hydrated copy parses a step once
+    # for every question below, then only its response, error and stream are kept.
+    tallied: list[Event] = []
     starts = [e.ts for e in events if e.ts > 0]
     t0 = min(starts) if starts else 0.0
     forked = trace.header.get("forked_from")
@@ -65,7 +85,8 @@ def build_section(
     fork_seen = False
     prices_cache: dict[str, ModelPrice | None] = {}
     rows: list[dict[str, Any]] = []
-    for index, (event, step) in enumerate(zip(events, hydrated)):
+    for index, event in enumerate(events):
+        step = event.hydrated()
         row: dict[str, Any] = {
             "i": index,
             "seq": event.seq,
@@ -104,6 +125,7 @@ def build_section(
             flags.append("fork")
         row["flags"] = flags
         rows.append(row)
+        tallied.append(_for_accounting(event, step, row.get("model"), stream))
 
     bodies: list[bytes] = [b"null"] * len(events)
     first = order or []
@@ -117,7 +139,7 @@ def build_section(
             rows[index]["flags"].append("clipped")
     strict_lines(bodies)
 
-    usage = account(Trace(hydrated, header=trace.header, path=trace.path), prices=prices)
+    usage = account(Trace(tallied, header=trace.header, path=trace.path), prices=prices)
     timed = [e for e in events if e.ts > 0]
     wall = (max(e.ts * 1000 + e.duration_ms for e in timed) - t0 * 1000) if timed else 0.0
     kinds: dict[str, int] = {}
