@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 EMBED  := $(VENV)/.embeddings
 
-.PHONY: install embeddings demo test test-compat phoenix test-phoenix lint bench clean
+.PHONY: install embeddings demo test test-compat phoenix test-phoenix lint bench clean browser
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -61,6 +61,14 @@ test-compat:
 	    $$venv/bin/python -m pip install --quiet -e '.[dev]' -r $$spec; \
 	    $$venv/bin/python -m pytest -q -p no:cacheprovider $$(sed -n 's/^# tests: //p' $$spec); \
 	done
+
+# Debian's chromium for the HTML report's browser tests (tests/test_report_browser.py
+# skips without it, saying why). Uses apt-get as root; elsewhere install Chromium yourself
+# or point REWIND_CHROMIUM at a Chromium/Chrome binary.
+browser:
+	@command -v chromium >/dev/null 2>&1 || \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+	@chromium --version
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
