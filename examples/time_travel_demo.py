@@ -134,7 +134,17 @@ def main() -> None:
     drift = [w for w in caught if issubclass(w.category, rewind.ReplayDriftWarning)]
     print(f"served all steps by position; {len(drift)} drift warnings, e.g.:\n  {drift[0].message}")
 
+    section("7. see it: one HTML file per run, and one for the diff")
+    from rewind.report import write_diff_report, write_report
+
+    run_page = write_report(original, workdir / "trip.html")
+    diff_page = write_diff_report(original, changed, workdir / "trip-vs-seville.html")
+    print(f"report of the recorded run: {workdir / 'trip.html'} ({run_page.steps} steps)")
+    print(f"report of the diff:         {workdir / 'trip-vs-seville.html'} ({diff_page.size // 1024} KB)")
+    print("open them in any browser: they are self-contained and fetch nothing")
+
     print(f"\nTraces are in {workdir}. Inspect one with: rewind show {original} -v")
+    print(f"Look at the run in a browser: {(workdir / 'trip.html').as_uri()}")
 
 
 if __name__ == "__main__":
