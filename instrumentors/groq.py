@@ -43,4 +43,4 @@ class GroqInstrumentor(SurfaceInstrumentor):
 
     provider = PROVIDER
     sdk = "groq"
-    minimum = "0.9"
+    minimum = "0.8"

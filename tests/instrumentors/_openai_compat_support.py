@@ -39,8 +39,6 @@ class SDK:
     embedding_type: str | None  # None: the SDK has no embeddings resource
     #: The SDK's paths start with this instead of /v1 (groq: /openai/v1); rewritten for the stub.
     path_prefix: str = "/v1/"
-    #: Whether the SDK's Stream raises on an ``{"error": ...}`` event (fireworks yields it).
-    stream_errors_raise: bool = True
 
     @property
     def name(self) -> str:
@@ -125,7 +123,6 @@ FIREWORKS = SDK(
     provider="fireworks",
     chat_type="fireworks.types.chat:CompletionCreateResponse",
     embedding_type=None,
-    stream_errors_raise=False,
 )
 
 
@@ -273,13 +270,12 @@ class CompatSuite:
         with rewind.replay(trace_path):
             replayed, replayed_error = drain(self.chat(client, "count", stream=True))
         assert replayed == seen and len(seen) >= 2
-        if self.sdk.stream_errors_raise:
+        if live_error is not None:  # newer Stainless streams raise on an error event
             assert isinstance(live_error, self.sdk.sdk().APIError)
             assert isinstance(replayed_error, type(live_error)) and str(replayed_error) == str(live_error)
-        else:
-            # This SDK's Stream does not raise on an error event: the agent sees it as a last chunk.
-            assert live_error is None and replayed_error is None
-            assert seen[-1].model_extra["error"]["type"] == replayed[-1].model_extra["error"]["type"]
+        else:  # older ones (and fireworks) yield it: the agent sees it as a last chunk
+            assert replayed_error is None
+            assert seen[-1].model_extra["error"] == replayed[-1].model_extra["error"]
 
     def test_with_streaming_response_stream(self, client: Any, stub: StubServer, trace_path: Path) -> None:
         stub.add_script(LONG)

@@ -22,7 +22,7 @@ def test_instrumentor_contract() -> None:
 
     instrumentor = GroqInstrumentor()
     assert instrumentor is GroqInstrumentor()
-    assert list(instrumentor.instrumentation_dependencies()) == ["groq >= 0.9"]
+    assert list(instrumentor.instrumentation_dependencies()) == ["groq >= 0.8"]
     original = groq.resources.chat.completions.Completions.__dict__["create"]
     instrumentor.instrument()
     try:
