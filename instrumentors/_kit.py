@@ -67,15 +67,8 @@ class Kit:
         raw_mode: str | None = None,
         content_type: str = "application/json",
     ) -> Any:
-        """An in-memory HTTP response (for a replayed stream object), or ``None`` without httpx."""
-        hx = self.httpx
-        if hx is None:
-            return None
-        response_headers = {str(k).lower(): str(v) for k, v in (headers or {}).items()}
-        response_headers["content-type"] = content_type
-        for name in ("content-length", "content-encoding", "transfer-encoding"):
-            response_headers.pop(name, None)
-        return hx.Response(status_code, headers=response_headers, content=body, request=hx.Request("POST", url))
+        """The in-memory HTTP response a replayed stream object holds (``None``: it needs none)."""
+        return None
 
     def stream_object(self, *, is_async: bool, chunk_type: Any, client: Any, response: Any) -> Any:
         """The SDK's own stream object (never iterated) a replayed stream proxies.
@@ -101,6 +94,12 @@ class Kit:
 
     def stream_class(self, *, is_async: bool, chunk_type: Any) -> Any:
         raise NotImplementedError(f"{type(self).__name__} has no raw-response wrappers")
+
+
+def httpx_response(hx: Any, *, url: str, status_code: int, body: bytes, content_type: str) -> Any:
+    """An in-memory ``httpx`` (or ``httpx2``) response, for SDK objects that hold one."""
+    headers = {"content-type": content_type}
+    return hx.Response(status_code, headers=headers, content=body, request=hx.Request("POST", url))
 
 
 def empty_generator() -> Iterator[Any]:

@@ -34,7 +34,7 @@ from rewind.canonical import to_jsonable
 from rewind.errors import PatchGapWarning, RewindWarning
 
 from ._errors import ReplayedHTTPResponse, error_record, revive_error
-from ._kit import ASYNC_GENERATORS, GENERATORS, Kit
+from ._kit import ASYNC_GENERATORS, GENERATORS, Kit, httpx_response
 from ._stainless import keep_headers
 from ._surface import BindingFields, NativeProvider, Patcher, Surface, warn_once
 
@@ -97,6 +97,20 @@ class SpeakeasyKit(Kit):
 
     def revival_gap(self) -> str | None:
         return None if self.layouts else "rewind found no mistralai utils module"
+
+    def fake_response(
+        self,
+        *,
+        url: str,
+        status_code: int = 200,
+        headers: Mapping[str, str] | None = None,
+        body: bytes = b"",
+        raw_mode: str | None = None,
+        content_type: str = "application/json",
+    ) -> Any:
+        if self.httpx is None:
+            return None
+        return httpx_response(self.httpx, url=url, status_code=status_code, body=body, content_type=content_type)
 
     def stream_object(self, *, is_async: bool, chunk_type: Any, client: Any, response: Any) -> Any:
         layout = self._layout(chunk_type)
