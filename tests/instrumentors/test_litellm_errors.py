@@ -1,0 +1,91 @@
+"""litellm errors replay as litellm's own exception classes, with status codes and headers."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from _litellm_support import (  # noqa: F401 - patched_litellm is a fixture
+    API_KEY,
+    EMBEDDING_MODEL,
+    MODEL,
+    ask,
+    events,
+    litellm,
+    openai_route,
+    patched_litellm,
+)
+
+import rewind
+from rewind.stub_server import StubServer
+
+pytestmark = pytest.mark.usefixtures("patched_litellm")
+
+
+@pytest.mark.parametrize(
+    ("status", "error_class"),
+    [(429, "RateLimitError"), (401, "AuthenticationError"), (400, "BadRequestError"), (500, "InternalServerError")],
+)
+def test_provider_errors_replay_as_litellm_exceptions(
+    stub: StubServer, trace_path: Path, status: int, error_class: str
+) -> None:
+    expected = getattr(litellm.exceptions, error_class)
+    stub.fail_next(status, headers={"retry-after": "7"})
+    with rewind.record(trace_path), pytest.raises(expected) as live:
+        litellm.completion(model=MODEL, messages=ask("fail"), **openai_route(stub))
+    (event,) = events(trace_path)
+    assert not event.ok and API_KEY not in trace_path.read_text()
+    stub.stop()
+
+    with rewind.replay(trace_path), pytest.raises(expected) as replayed:
+        litellm.completion(model=MODEL, messages=ask("fail"), **openai_route(stub))
+    error = replayed.value
+    assert isinstance(error, rewind.ReplayedError) and error.step == 0
+    assert type(error).__name__ == type(live.value).__name__
+    assert error.status_code == live.value.status_code == status
+    assert str(error) == str(live.value)
+    assert error.llm_provider == live.value.llm_provider == "openai" and error.model == live.value.model
+    assert error.response.status_code == status and error.response.headers["Retry-After"] == "7"
+    assert error.litellm_response_headers["retry-after"] == "7"
+
+
+def test_async_and_embedding_errors(stub: StubServer, trace_path: Path) -> None:
+    async def agent() -> list[str]:
+        caught = []
+        try:
+            await litellm.acompletion(model=MODEL, messages=ask("a"), **openai_route(stub))
+        except litellm.exceptions.RateLimitError as exc:
+            caught.append(type(exc).__name__)
+        stub.fail_next(400)  # litellm's embeddings retry a 429 whatever max_retries says
+        try:
+            await litellm.aembedding(model=EMBEDDING_MODEL, input="e", **openai_route(stub))
+        except litellm.exceptions.BadRequestError as exc:
+            caught.append(type(exc).__name__)
+        return caught
+
+    async def record() -> list[str]:
+        async with rewind.record(trace_path):
+            return await agent()
+
+    async def replay() -> list[str]:
+        async with rewind.replay(trace_path):
+            return await agent()
+
+    stub.fail_next(429)
+    assert asyncio.run(record()) == ["RateLimitError", "BadRequestError"]
+    assert [e.name for e in events(trace_path)] == ["litellm.completion", "litellm.embedding"]
+    stub.stop()
+    assert asyncio.run(replay()) == ["RateLimitError", "BadRequestError"]
+
+
+def test_litellms_own_retries_are_inside_the_one_step(stub: StubServer, trace_path: Path) -> None:
+    stub.fail_next(429)  # the first attempt fails, litellm's retry succeeds
+    route = {**openai_route(stub), "num_retries": 1}
+    with rewind.record(trace_path):
+        live = litellm.completion(model=MODEL, messages=ask("retry"), **route)
+    assert stub.request_count == 2
+    assert [e.ok for e in events(trace_path)] == [True]
+    stub.stop()
+    with rewind.replay(trace_path):
+        assert litellm.completion(model=MODEL, messages=ask("retry"), **route) == live
