@@ -133,3 +133,29 @@ def record_agent_run(path: Path, stub: StubServer, *, city: str = "Paris", hosti
         undo_anthropic()
         undo_openai()
     return path
+
+
+def write_odd_trace(path: Path) -> Path:
+    """A hand-edited trace: infinite and negative numbers, NaN, markup and control
+    characters in names, odd error fields, NaN where JSON has none."""
+    header = {"format": "agent-rewind", "version": 1, "rewind_version": "0.1.0", "meta": {"<b>": "\u202eevil"}}
+    lines = [json.dumps(header)]
+    skeleton = {"fingerprint": "ab", "ok": True, "live": True}
+    odd = [
+        {"seq": 0, "kind": "llm", "name": "chat\n<i>x</i>", "ts": 1e300, "duration_ms": -5},
+        {"seq": 1, "kind": "weird<kind>", "name": "\x1b[31mred", "ts": 1700000000.0, "duration_ms": 1e308},
+        {"seq": 2, "kind": "tool", "name": "broken", "ts": 1700000000.5, "duration_ms": 3.0, "ok": False},
+    ]
+    bodies: list[dict[str, Any]] = [
+        {"response": {"choices": [{"message": {"role": "assistant", "content": float("nan")}}]}, "request": {}},
+        {"response": [float("inf"), "\u2028"], "request": {"messages": "not a list"}},
+        {"error": {"qualname": "<b>Boom</b>", "message": 42}, "request": None},
+    ]
+    for head, body in zip(odd, bodies):
+        event = {"seq": head["seq"], "kind": head["kind"], "name": head["name"], **skeleton}
+        event.update({k: head[k] for k in ("ts", "duration_ms")})
+        event["ok"] = head.get("ok", True)
+        ordered = {k: event[k] for k in ("seq", "kind", "name", "fingerprint", "ts", "duration_ms", "ok", "live")}
+        lines.append(json.dumps({**ordered, **body}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from report_runs import HOSTILE, png_data_url, record_agent_run
+from report_runs import HOSTILE, png_data_url, record_agent_run, write_odd_trace
 from rewind_runs import record_long, record_trip
 
 import rewind
@@ -230,6 +230,40 @@ def test_lone_surrogates_and_nan_become_strict_json(tmp_path: Path) -> None:
     assert bodies[2]["response"] == ["inf", 1]
 
 
+def test_a_hand_edited_trace_still_makes_a_page(tmp_path: Path) -> None:
+    path = write_odd_trace(tmp_path / "odd.rewind")
+    page = Parsed(render_report(path).html)
+    rows = page.data["trace"]["steps"]
+    assert [r["t"] for r in rows] == [0.0, 0.0, 500.0]  # the start in the year 10^292 is dropped
+    assert [r["d"] for r in rows] == [0.0, 0.0, 3.0]
+    assert rows[0]["name"] == "chat\n<i>x</i>" and rows[2]["error"] == "<b>Boom</b>: 42"
+    bodies = page.bodies()
+    assert bodies[0]["response"]["choices"][0]["message"]["content"] == "nan"
+    assert bodies[1]["response"] == ["inf", "\u2028"]
+
+
+def test_a_compacted_trace_reports_like_the_original(tmp_path: Path) -> None:
+    from rewind.archive import compact
+
+    path = record_trip(tmp_path / "run.rewind")
+    archive = tmp_path / "run.rewind.gz"
+    compact(path, archive)
+    plain, packed = Parsed(render_report(path).html), Parsed(render_report(archive).html)
+    assert packed.bodies() == plain.bodies()
+    assert packed.data["trace"]["totals"] == plain.data["trace"]["totals"]
+
+
+def test_the_demo_ends_with_a_report(run_python) -> None:
+    result = run_python("import runpy; runpy.run_path('examples/time_travel_demo.py', run_name='__main__')")
+    assert result.returncode == 0, result.stderr
+    last = result.stdout.strip().splitlines()[-1]
+    assert last.startswith("Look at the run in a browser: file://")
+    report = Path(last.split("file://", 1)[1])
+    data = Parsed(report.read_bytes()).data
+    assert data["view"] == "trace" and data["trace"]["totals"]["steps"] == 12
+    assert report.with_name("trip-vs-seville.html").exists()
+
+
 # -- limits ------------------------------------------------------------------------------
 
 
@@ -288,7 +322,7 @@ def test_big_images_and_the_size_budget(tmp_path: Path) -> None:
     assert "omitted" in page.data["trace"]["steps"][-1]["flags"]
 
 
-def test_blob_traces_resolve_each_blob_once(tmp_path: Path) -> None:
+def test_blob_traces_show_their_blobs(tmp_path: Path) -> None:
     image = png_data_url(size=64)
     path = tmp_path / "blobs.rewind"
 

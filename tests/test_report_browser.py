@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from report_browser import Chromium, Page, blankness, find_chromium
-from report_runs import HOSTILE, record_agent_run
+from report_runs import HOSTILE, record_agent_run, write_odd_trace
 from rewind_runs import record_long
 
 from rewind.report import write_diff_report, write_report
@@ -154,6 +154,18 @@ def test_hostile_trace_runs_no_script(page: Page, reports: dict[str, Path], tmp_
     assert page.problems() == []  # not even a blocked attempt
     assert HOSTILE[:20] in body
     assert_not_blank(page, tmp_path / "hostile.png")
+
+
+def test_a_hand_edited_trace_opens_cleanly(page: Page, tmp_path: Path) -> None:
+    target = tmp_path / "odd.html"
+    write_report(write_odd_trace(tmp_path / "odd.rewind"), target)
+    open_report(page, target)
+    for seq in range(3):
+        click_step(page, seq)
+    assert "<b>Boom</b>" in page.evaluate("document.querySelector('#rw-detail .rw-error').innerText")
+    assert "\\u001b[31mred" in page.evaluate("document.getElementById('rw-list').innerText")  # shown, not obeyed
+    assert "\\u202eevil" in page.evaluate("document.querySelector('.rw-meta').innerText")
+    assert page.problems() == []
 
 
 def test_diff_report_highlights_the_first_divergence(page: Page, reports: dict[str, Path], tmp_path: Path) -> None:

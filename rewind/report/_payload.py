@@ -63,6 +63,7 @@ class Embedder:
         self._image_index: dict[str, int] = {}
         self._blob_cache: dict[tuple[str, str], Any] = {}
         self.used = 0
+        self._clipped = False
         self.omitted_steps = 0
         self.clipped_steps = 0
 

@@ -7,6 +7,7 @@ the same functions ``rewind show`` and ``rewind stats`` use.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +20,9 @@ from ._payload import Embedder, Limits, strict_lines
 
 _SUMMARY = 240
 _STREAMED = 20_000
+# Beyond these a number in a skeleton is damage, not time (the year 5138; 115 days).
+_MAX_TS = 1e11
+_MAX_MS = 1e10
 
 
 @dataclass
@@ -78,7 +82,11 @@ def build_section(
     # What account() reads of each step, kept small: a hydrated copy parses a step once
     # for every question below, then only its response, error and stream are kept.
     tallied: list[Event] = []
-    starts = [e.ts for e in events if e.ts > 0]
+    # Skeleton numbers come from the file as written: a hand-edited trace may hold
+    # infinities or negative durations, which the page must not have to draw.
+    ts = [e.ts if math.isfinite(e.ts) and 0 < e.ts < _MAX_TS else 0.0 for e in events]
+    durations = [e.duration_ms if 0 < e.duration_ms < _MAX_MS else 0.0 for e in events]
+    starts = [t for t in ts if t > 0]
     t0 = min(starts) if starts else 0.0
     forked = trace.header.get("forked_from")
     fork_at = forked.get("at") if isinstance(forked, dict) else None
@@ -92,8 +100,8 @@ def build_section(
             "seq": event.seq,
             "kind": event.kind,
             "name": event.name,
-            "t": round((event.ts - t0) * 1000.0, 3) if event.ts > 0 else 0.0,
-            "d": event.duration_ms,
+            "t": round((ts[index] - t0) * 1000.0, 3) if ts[index] > 0 else 0.0,
+            "d": durations[index],
             "ok": event.ok,
             "live": event.live,
             "summary": outcome(step, _SUMMARY),
@@ -140,8 +148,8 @@ def build_section(
     strict_lines(bodies)
 
     usage = account(Trace(tallied, header=trace.header, path=trace.path), prices=prices)
-    timed = [e for e in events if e.ts > 0]
-    wall = (max(e.ts * 1000 + e.duration_ms for e in timed) - t0 * 1000) if timed else 0.0
+    timed = [i for i, t in enumerate(ts) if t > 0]
+    wall = (max(ts[i] * 1000 + durations[i] for i in timed) - t0 * 1000) if timed else 0.0
     kinds: dict[str, int] = {}
     for event in events:
         kinds[event.kind] = kinds.get(event.kind, 0) + 1
@@ -150,7 +158,7 @@ def build_section(
         "errors": sum(1 for e in events if not e.ok),
         "kinds": kinds,
         "wall_ms": round(wall, 3),
-        "live_ms": round(sum(e.duration_ms for e in events if e.live), 3),
+        "live_ms": round(sum(d for d, e in zip(durations, events) if e.live), 3),
         "replayed": sum(1 for e in events if not e.live),
         "input_tokens": usage.total_input_tokens,
         "output_tokens": usage.total_output_tokens,

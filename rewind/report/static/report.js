@@ -366,7 +366,9 @@
     add(title, el("span", row.ok ? "st-ok" : "st-err", row.ok ? "ok" : "ERROR"));
     add(box, title);
     var dl = el("dl", "rw-facts");
-    fact(dl, "started", "+" + fmtMs(row.t) + " from the first step" + (section.t0 ? " (" + new Date((section.t0 * 1000) + row.t).toISOString() + ")" : ""));
+    var when = section.t0 * 1000 + row.t;
+    var stamp = section.t0 && isFinite(when) && Math.abs(when) < 8.64e15 ? " (" + new Date(when).toISOString() + ")" : "";
+    fact(dl, "started", "+" + fmtMs(row.t) + " from the first step" + stamp);
     fact(dl, "duration", fmtMs(row.d));
     fact(dl, "model", row.model);
     if (row.kind === "llm") {
