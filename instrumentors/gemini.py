@@ -38,7 +38,7 @@ from rewind.errors import PatchGapWarning, RewindWarning
 
 from ._errors import error_record, revive_error
 from ._kit import ASYNC_GENERATORS, GENERATORS, Kit
-from ._stainless import keep_headers
+from ._stainless import SECRET_HEADERS, keep_headers
 from ._surface import BindingFields, NativeProvider, Patcher, Surface, schema_of, warn_once
 
 _MODELS = "google.genai.models"
@@ -129,9 +129,9 @@ class GeminiProvider(NativeProvider):
         self, surface: Surface, instance: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
     ) -> dict[str, Any]:
         out = super().request(surface, instance, args, kwargs)
-        config = out.get("config")
-        if config is not None:
-            out["config"] = config_identity(config)
+        config = config_identity(out.pop("config", None))
+        if config:  # no config, None and one holding only transport options are the same call
+            out["config"] = config
         return out
 
     # -- telemetry --------------------------------------------------------------------
@@ -259,6 +259,8 @@ def _config_value(config: Any, key: str) -> Any:
 
 def config_identity(config: Any) -> Any:
     """A generate/embed ``config`` as identity: transport dropped, tools and schemas as data."""
+    if config is None:
+        return None
     if hasattr(config, "model_dump") and not isinstance(config, type):
         try:
             config = config.model_dump(exclude_none=True)
@@ -299,7 +301,8 @@ def dump_response(result: Any) -> Any:
     data = dump(mode="json", by_alias=True, exclude_none=True, exclude=set(_DERIVED))
     http = data.get("sdkHttpResponse")
     if isinstance(http, dict) and isinstance(http.get("headers"), dict):
-        http["headers"] = keep_headers(http["headers"])
+        # Names keep their case (aiohttp clients report them as sent): the revived object is equal.
+        http["headers"] = {k: v for k, v in http["headers"].items() if str(k).lower() not in SECRET_HEADERS}
     return data
 
 
