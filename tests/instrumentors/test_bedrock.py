@@ -167,10 +167,10 @@ def test_errors_replay_as_the_clients_modeled_exceptions(
         return out
 
     stub.fail_next(429)
-    stub.add_script({"text": "partial answer then a failure", "stream_error_after": 1, "error": {"status": 503}})
+    stub.add_script({"text": "partial answer then a failure", "stream_error_after": 1, "error": {"status": 429}})
     with rewind.record(trace_path):
         live = agent(_live(stub))
-    assert live == ["throttled", "ThrottlingException", 429, 2, "serviceUnavailableException"]
+    assert live == ["throttled", "ThrottlingException", 429, 2, "throttlingException"]
     stub.stop()
     with rewind.replay(trace_path):
         assert agent(_offline()) == live
