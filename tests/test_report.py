@@ -373,6 +373,15 @@ def test_diff_report_rows_come_from_diff_traces(tmp_path: Path) -> None:
     assert len(page.bodies("a")) == diff.a_steps and len(page.bodies("b")) == diff.b_steps
 
 
+def test_a_diff_shares_its_size_budget_between_the_runs(tmp_path: Path) -> None:
+    a = record_long(tmp_path / "a.rewind", 300)
+    b = record_long(tmp_path / "b.rewind", 300)
+    page = Parsed(render_diff_report(a, b, limits=Limits(max_bytes=20_000)).html)
+    for side in ("a", "b"):
+        bodies = page.bodies(side)
+        assert bodies[0] is not None and bodies[-1] is None, side
+
+
 def test_identical_runs_have_no_first_divergence(tmp_path: Path) -> None:
     a = record_trip(tmp_path / "a.rewind")
     b = record_trip(tmp_path / "b.rewind")

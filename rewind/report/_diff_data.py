@@ -8,6 +8,7 @@ side by side for the page.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import itertools
 from collections.abc import Mapping
@@ -99,7 +100,14 @@ def build_diff_data(
     # The steps that differ get the size budget first.
     order_a = [r["a"] for r in rows if r["op"] != EQUAL and r["a"] is not None]
     order_b = [r["b"] for r in rows if r["op"] != EQUAL and r["b"] is not None]
-    section_a = build_section(trace_a, embedder, prices=prices, label=diff.a_label, order=order_a)
+    # Run A may use half the size budget, so run B's steps are never all left out.
+    limits = embedder.limits
+    if limits.max_bytes is not None:
+        embedder.limits = dataclasses.replace(limits, max_bytes=limits.max_bytes // 2)
+    try:
+        section_a = build_section(trace_a, embedder, prices=prices, label=diff.a_label, order=order_a)
+    finally:
+        embedder.limits = limits
     section_b = build_section(trace_b, embedder, prices=prices, label=diff.b_label, order=order_b)
     data = {
         "a": section_a.data,

@@ -51,6 +51,7 @@
   function fmtInt(n) { return n === null || n === undefined ? "?" : Number(n).toLocaleString("en-US"); }
   function fmtCost(c) {
     if (c === null || c === undefined) return "–";
+    if (c > 0 && c < 0.00001) return "< $0.00001";
     return c >= 100 ? "$" + c.toFixed(2) : "$" + c.toFixed(c >= 1 ? 3 : 5);
   }
   function fmtBytes(n) {
@@ -491,7 +492,7 @@
     });
     var swErr = el("i"); swErr.style.background = "#dc2626";
     add(legend, add(el("span"), swErr, "error"), el("span", null, "wheel: zoom · drag: pan · double-click: reset"));
-    add(wrap, canvas, tip, legend);
+    add(wrap, legend, canvas, tip);
     // Start/end of every step; traces without timestamps are laid end to end.
     var start = new Float64Array(steps.length), end = new Float64Array(steps.length);
     var timed = steps.some(function (s) { return s.t > 0; });
@@ -660,6 +661,24 @@
       Object.keys(h.meta).forEach(function (k) { metaText.push(k + "=" + textOf(h.meta[k])); });
     }
     if (metaText.length) add(head, el("div", "rw-meta", "meta: " + metaText.join(", ")));
+    if (totals.models.length) {
+      var byModel = el("details", "rw-models");
+      add(byModel, el("summary", null, "tokens & estimated cost by model (list prices checked " + totals.prices_checked + ")"));
+      var table = el("table", "rw-tokens");
+      var headRow = el("tr");
+      ["model", "calls", "input", "output", "est. cost"].forEach(function (h) { add(headRow, el("th", null, h)); });
+      add(table, headRow);
+      totals.models.forEach(function (m) {
+        var tr = el("tr");
+        var unknown = m.without_usage ? " (+ " + m.without_usage + " without usage)" : "";
+        add(tr, el("td", null, m.model), el("td", "n", String(m.calls) + unknown), el("td", "n", fmtInt(m.input_tokens)),
+          el("td", "n", fmtInt(m.output_tokens)), el("td", "n", m.cost === null ? "unpriced" : fmtCost(m.cost)));
+        add(table, tr);
+      });
+      add(byModel, table);
+      if (totals.replayed_llm_calls) add(byModel, el("div", "rw-sub", totals.replayed_llm_calls + " llm steps served from the source trace are not counted"));
+      add(head, byModel);
+    }
     var notes = el("ul", "rw-notes");
     if (isObj(h.forked_from)) {
       add(notes, el("li", null, "forked from " + textOf(h.forked_from.path) + " at step " + textOf(h.forked_from.at) + ": earlier steps were served from it (↺), later ones ran live"));
@@ -699,7 +718,7 @@
 
   function filterBar(options, onChange) {
     var bar = el("div", "rw-filters");
-    var search = el("input"); search.type = "search"; search.id = "rw-search"; search.placeholder = "search steps (name, model, text)…";
+    var search = el("input"); search.type = "search"; search.id = "rw-search"; search.placeholder = "search (press /): name, model, any text…";
     add(bar, search);
     var selects = {};
     options.selects.forEach(function (spec) {
@@ -925,5 +944,14 @@
     if (DATA.view === "diff") diffView(app); else traceView(app);
     document.body.dataset.ready = "1";
   }
+  // "/" jumps to the search box, as in many viewers.
+  document.addEventListener("keydown", function (ev) {
+    var box = document.getElementById("rw-search");
+    if (ev.key === "/" && box && document.activeElement !== box && !/^(INPUT|SELECT|TEXTAREA)$/.test((document.activeElement || {}).tagName || "")) {
+      ev.preventDefault();
+      box.focus();
+      box.select();
+    }
+  });
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start); else start();
 })();
