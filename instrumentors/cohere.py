@@ -32,20 +32,19 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-
 from rewind.canonical import to_jsonable
-from rewind.errors import PatchGapWarning, RewindWarning
+from rewind.errors import PatchGapWarning
 from rewind.session import current_session
 
 from ._errors import error_record, revive_error
+from ._instrumentor import SurfaceInstrumentor
 from ._kit import ASYNC_GENERATORS, GENERATORS, Kit
 from ._stainless import dump_model, keep_headers, resolve
-from ._surface import BindingFields, NativeProvider, Patcher, Surface, intercepting, sync_wrapper, warn_once
+from ._surface import BindingFields, NativeProvider, Surface, intercepting, sync_wrapper, warn_once
 
 _V2 = "cohere.v2.client"
 _TYPES = "cohere.types"
@@ -400,34 +399,9 @@ PROVIDER = CohereProvider()
 MINIMUM_SDK = "5.13"
 
 
-class CohereInstrumentor(BaseInstrumentor):
+class CohereInstrumentor(SurfaceInstrumentor):
     """Records and replays calls made through ``cohere`` (``rewind_cohere`` entry point)."""
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return (f"cohere >= {MINIMUM_SDK}",)
-
-    def _instrument(self, **kwargs: Any) -> None:
-        import cohere  # noqa: F401 - a missing SDK raises ModuleNotFoundError: the loader skips us
-
-        patcher = getattr(self, "_rewind_patcher", None)
-        if patcher is None:
-            patcher = self._rewind_patcher = Patcher(PROVIDER)
-        if patcher.active:
-            return
-        try:
-            patcher.apply()
-        except RewindWarning:
-            raise  # a PatchGapWarning the user turned into an error
-        except Exception as exc:  # instrumenting must never break the application
-            patcher.revert()
-            warn_once(
-                f"instrument:cohere:{type(exc).__name__}",
-                f"rewind could not instrument the cohere SDK ({type(exc).__name__}: {exc}); "
-                "cohere calls will run live and unrecorded.",
-                PatchGapWarning,
-            )
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        patcher = getattr(self, "_rewind_patcher", None)
-        if patcher is not None:
-            patcher.revert()
+    provider = PROVIDER
+    sdk = "cohere"
+    minimum = MINIMUM_SDK

@@ -27,19 +27,17 @@ from __future__ import annotations
 
 import inspect
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-
 from rewind.canonical import to_jsonable
-from rewind.errors import PatchGapWarning, RewindWarning
 
 from ._errors import error_record, revive_error
+from ._instrumentor import SurfaceInstrumentor
 from ._kit import ASYNC_GENERATORS, GENERATORS, Kit
 from ._stainless import SECRET_HEADERS, keep_headers
-from ._surface import BindingFields, NativeProvider, Patcher, Surface, schema_of, warn_once
+from ._surface import BindingFields, NativeProvider, Surface, schema_of
 
 _MODELS = "google.genai.models"
 _RESPONSE = "google.genai.types:GenerateContentResponse"
@@ -367,34 +365,10 @@ PROVIDER = GeminiProvider()
 MINIMUM_SDK = "1.0"
 
 
-class GeminiInstrumentor(BaseInstrumentor):
+class GeminiInstrumentor(SurfaceInstrumentor):
     """Records and replays calls made through ``google-genai`` (``rewind_gemini`` entry point)."""
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return (f"google-genai >= {MINIMUM_SDK}",)
-
-    def _instrument(self, **kwargs: Any) -> None:
-        import google.genai  # noqa: F401 - a missing SDK raises ModuleNotFoundError: the loader skips us
-
-        patcher = getattr(self, "_rewind_patcher", None)
-        if patcher is None:
-            patcher = self._rewind_patcher = Patcher(PROVIDER)
-        if patcher.active:
-            return
-        try:
-            patcher.apply()
-        except RewindWarning:
-            raise  # a PatchGapWarning the user turned into an error
-        except Exception as exc:  # instrumenting must never break the application
-            patcher.revert()
-            warn_once(
-                f"instrument:gemini:{type(exc).__name__}",
-                f"rewind could not instrument the google-genai SDK ({type(exc).__name__}: {exc}); "
-                "Gemini calls will run live and unrecorded.",
-                PatchGapWarning,
-            )
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        patcher = getattr(self, "_rewind_patcher", None)
-        if patcher is not None:
-            patcher.revert()
+    provider = PROVIDER
+    sdk = "google.genai"
+    distribution = "google-genai"
+    minimum = MINIMUM_SDK

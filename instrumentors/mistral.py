@@ -24,19 +24,18 @@ from __future__ import annotations
 
 import importlib
 import sys
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-
 from rewind.canonical import to_jsonable
-from rewind.errors import PatchGapWarning, RewindWarning
+from rewind.errors import PatchGapWarning
 
 from ._errors import ReplayedHTTPResponse, error_record, revive_error
+from ._instrumentor import SurfaceInstrumentor
 from ._kit import ASYNC_GENERATORS, GENERATORS, Kit, httpx_response
 from ._stainless import keep_headers
-from ._surface import BindingFields, NativeProvider, Patcher, Surface, warn_once
+from ._surface import BindingFields, NativeProvider, Surface, warn_once
 
 #: Where each SDK layout keeps its generated core, newest first.
 ROOTS = ("mistralai.client", "mistralai.azure.client", "mistralai.gcp.client", "mistralai")
@@ -375,44 +374,23 @@ PROVIDER = MistralProvider()
 MINIMUM_SDK = "1.2"
 
 
-class MistralInstrumentor(BaseInstrumentor):
+class MistralInstrumentor(SurfaceInstrumentor):
     """Records and replays calls made through ``mistralai`` (``rewind_mistral`` entry point)."""
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return (f"mistralai >= {MINIMUM_SDK}",)
+    provider = PROVIDER
+    sdk = "mistralai"
+    minimum = MINIMUM_SDK
 
     def _instrument(self, **kwargs: Any) -> None:
-        importlib.import_module("mistralai")  # a missing SDK raises ModuleNotFoundError: the loader skips us
-        patcher = getattr(self, "_rewind_patcher", None)
-        if patcher is None:
-            patcher = self._rewind_patcher = Patcher(PROVIDER)
-        if patcher.active:
-            return
-        try:
-            patcher.apply()
-        except RewindWarning:
-            raise  # a PatchGapWarning the user turned into an error
-        except Exception as exc:  # instrumenting must never break the application
-            patcher.revert()
-            warn_once(
-                f"instrument:mistralai:{type(exc).__name__}",
-                f"rewind could not instrument the mistralai SDK ({type(exc).__name__}: {exc}); "
-                "mistralai calls will run live and unrecorded.",
-                PatchGapWarning,
-            )
-            return
-        if not patcher.active:
+        super()._instrument(**kwargs)
+        patcher = self.__dict__.get("_rewind_patcher")
+        if patcher is not None and not patcher.active:
             warn_once(
                 "instrument:mistralai:layout",
                 "rewind found none of the mistralai layouts it knows (mistralai.chat, mistralai.client.chat): "
                 "mistralai calls run live and unrecorded. Upgrade rewind or pin a tested SDK version.",
                 PatchGapWarning,
             )
-
-    def _uninstrument(self, **kwargs: Any) -> None:
-        patcher = getattr(self, "_rewind_patcher", None)
-        if patcher is not None:
-            patcher.revert()
 
 
 __all__ = ["MistralInstrumentor", "MistralProvider", "SpeakeasyKit", "accumulate_chat"]
