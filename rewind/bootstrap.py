@@ -32,6 +32,7 @@ Variables:
 | ``REWIND_REDACT`` | ``module:function`` scrubbing stored payloads |
 | ``REWIND_NORMALIZE`` | ``module:function`` dropping volatile fields from call identity |
 | ``REWIND_STATUS_FILE`` | where to write a JSON summary at exit (used by the CLI) |
+| ``REWIND_QUIET`` | ``1``: no summary line on stderr at exit (failures are still reported) |
 """
 
 from __future__ import annotations
@@ -43,10 +44,11 @@ import os
 import sys
 import threading
 import warnings
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import placeholder_keys
+from . import dialect, placeholder_keys, summary
 from .errors import DivergenceError, RewindError, UnconsumedEventsWarning
 from .session import Session, fork, record, replay
 
@@ -71,6 +73,7 @@ SESSION_VARIABLES = (
     "REWIND_REDACT",
     "REWIND_NORMALIZE",
     "REWIND_STATUS_FILE",
+    "REWIND_QUIET",
     "REWIND_SESSION_PID",
 )
 
@@ -224,9 +227,15 @@ def start_from_environment() -> Session | None:
         status_file = os.environ.get("REWIND_STATUS_FILE") or None
         if session.mode == "replay":
             placeholder_keys.fill()  # SDK clients refuse to construct without a key, even offline
+        # Hints name the CLI's options under `rewind replay`, the variables otherwise.
+        dialect.CURRENT.set("cli" if status_file else "env")
         session.__enter__()
         _session = session
         os.environ[OWNER] = f"{os.getpid()}:{_target(os.environ)}"
+    # weakref.finalize closes the trace file's read handles from an atexit hook it registers
+    # on first use. Registering it now makes it run after _finish (atexit is last-in,
+    # first-out), which still reads recorded steps back from the file.
+    weakref.finalize(_finish, int)
     atexit.register(_finish, session, status_file)
     return session
 
@@ -265,6 +274,8 @@ def _finish(session: Session, status_file: str | None = None) -> None:
     status: dict[str, Any] = {"mode": session.mode, "path": session.path}
     failure: str | None = None
     # At exit a warning's source line (this function) tells the user nothing: say it plainly.
+    # Read before the session closes: a written event reads its body back from the open file.
+    failed = _failed_steps(session)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UnconsumedEventsWarning)
         try:
@@ -272,15 +283,21 @@ def _finish(session: Session, status_file: str | None = None) -> None:
         except RewindError as exc:
             failure = str(exc)
     divergences: list[DivergenceError] = list(getattr(session, "divergences", []))
+    # A divergence that ended the program was printed with its traceback already.
+    ended_program = bool(divergences) and getattr(sys, "last_value", None) is divergences[0]
     if divergences:
         # The first divergence is the cause; leftover events follow from it.
         failure = str(divergences[0])
         status["divergence"] = {"step": divergences[0].step, "reason": divergences[0].reason}
+        status["reported"] = ended_program
     else:
         for warning in caught:
-            sys.stderr.write(f"{warning.message}\n")
+            sys.stderr.write(f"{dialect.translate(str(warning.message))}\n")
+    if failure:
+        failure = dialect.translate(failure)
     status["served"] = session.cursor
     status["recorded"] = len(session.new_events)
+    status["failed"] = failed
     status["error"] = failure
     if status_file:
         try:
@@ -289,10 +306,36 @@ def _finish(session: Session, status_file: str | None = None) -> None:
             return
         except OSError as exc:
             sys.stderr.write(f"rewind: cannot write the status file {status_file} ({exc.strerror or exc})\n")
-    # A divergence that ended the program was printed with its traceback already.
-    if failure and not (divergences and getattr(sys, "last_value", None) is divergences[0]):
+    if failure and not ended_program:
         sys.stderr.write(failure if failure.startswith("rewind:") else f"rewind: {failure}")
         sys.stderr.write("\n")
+    elif not failure and not _flag(os.environ, "REWIND_QUIET"):
+        # The line `rewind record|replay` prints, so a zero-code run says what it did too.
+        sys.stderr.write(_summary_line(session, status) + "\n")
+
+
+def _failed_steps(session: Session) -> list[dict[str, Any]]:
+    """The steps of this run that raised: ``{"step", "kind", "name", "error"}`` each."""
+    failed = []
+    for event in session.new_events:
+        if not event.ok:
+            try:
+                error = event.error if isinstance(event.error, dict) else {}
+            except Exception:  # a summary detail: never let it break the exit
+                error = {}
+            kind = error.get("qualname") or error.get("type")
+            failed.append({"step": event.seq, "kind": event.kind, "name": event.name, "error": kind})
+    return failed
+
+
+def _summary_line(session: Session, status: Mapping[str, Any]) -> str:
+    shown = session.path
+    if session.mode == "record":
+        return summary.recorded(status, shown)
+    if session.mode == "fork":
+        at = int(getattr(session, "_fork_at", 0) or 0)
+        return summary.forked(status, shown, at, getattr(session, "_save_as", None))
+    return summary.replayed(status, shown, len(session.trace.events), zero_code=True)
 
 
 def autostart() -> Session | None:

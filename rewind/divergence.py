@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .canonical import canonical_json
+from .dialect import translate
 from .errors import DivergenceError
 from .matching import IncomingCall
 from .similarity import lexical_similarity
@@ -29,7 +30,7 @@ CONTENT = "prompt/content drift"
 
 _HINTS = {
     LONGER: "the agent made more calls than were recorded. Re-record the run, or use "
-    "rewind.fork(path, at=len(trace)) to extend it live.",
+    "rewind.fork(path, at={steps}) to extend it live.",
     KIND: "the agent now makes a different kind of call at this step. The code path changed: "
     "re-record, or replay with match='fuzzy' to skip over the change.",
     NAME: "the agent now calls a different function at this step. If it was renamed, pass "
@@ -41,7 +42,7 @@ _HINTS = {
     TOOLS: "the tool definitions sent to the model changed. Re-record the run, or replay with "
     "match='ordered' to serve by position while you iterate.",
     CONTENT: "the request content changed (prompt, messages or arguments). If that is intended, "
-    "re-record; replay with match='fuzzy' or 'ordered' to tolerate it.",
+    "re-record; replay with match='fuzzy' or match='ordered' to tolerate it.",
 }
 
 _VOLATILE_VALUE = re.compile(
@@ -103,12 +104,14 @@ def divergence(
     if expected is not None and expected.kind == call.kind:
         diff = request_diff(expected.request, call.request, step)
         changed = [_path_text(path) for path, _, _ in _changed_paths(expected.request, call.request, ())]
-    hint = _HINTS.get(reason, "")
+    # In the words of the entry point that opened the session (--match, REWIND_MATCH, match=).
+    hint = translate(_HINTS.get(reason, "").replace("{steps}", str(len(trace.events))))
     lines = [f"rewind: replay diverged at step {step}: {reason}"]
     if expected is not None:
         lines.append(f"  recorded step {step}: {expected.kind} {expected.name!r}")
     else:
-        lines.append(f"  recorded: nothing left to serve (the trace has {len(trace.events)} steps)")
+        count = len(trace.events)
+        lines.append(f"  recorded: nothing left to serve (the trace has {count} {'step' if count == 1 else 'steps'})")
     lines.append(f"  incoming call: {call.kind} {call.name!r}")
     if note:
         lines.append(f"  {note}")
@@ -129,7 +132,8 @@ def divergence(
             f"  nearest recorded candidate: step {event.seq} ({event.kind} {event.name!r}, {score:.0%} similar)"
         )
     got = {"kind": call.kind, "name": call.name, "fingerprint": call.fingerprint, "request": call.request}
-    return DivergenceError("\n".join(lines), step=step, reason=reason, expected=expected, got=got, diff=diff, hint=hint)
+    text = "\n".join(lines)
+    return DivergenceError(text, step=step, reason=reason, expected=expected, got=got, diff=diff, hint=hint)
 
 
 def _step_past_end(trace: Trace, cursor: int) -> int:

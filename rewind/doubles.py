@@ -37,7 +37,8 @@ class ScriptedLLM:
             self.calls.append(request)
             if self._position >= len(self._script):
                 raise ScriptExhausted(
-                    f"ScriptedLLM ran out of script after {len(self._script)} item(s); "
+                    f"ScriptedLLM ran out of script after {len(self._script)} "
+                    f"{'item' if len(self._script) == 1 else 'items'}; "
                     f"call {len(self.calls)} had nothing to return. Add items to the script."
                 )
             item = self._script[self._position]

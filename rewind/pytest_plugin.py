@@ -28,11 +28,10 @@ from typing import Any
 
 import pytest
 
-from . import placeholder_keys
+from . import placeholder_keys, scratch
 from .errors import DivergenceError, RewindError
 from .matching import Matcher, resolve_matcher
 from .session import Normalizer, Redactor, Session, record, replay
-from .trace import Trace
 
 __all__ = ["RECORD_MODES", "GoldenTrace", "rewind_session"]
 
@@ -278,29 +277,9 @@ def _remove_trace(path: Path) -> None:
     shutil.rmtree(f"{path}.blobs", ignore_errors=True)
 
 
-def _scratch_path(path: Path) -> Path:
-    # Beside the golden, so the final os.replace is a same-filesystem atomic rename.
-    return path.with_name(f"{path.name}.recording-{os.getpid()}")
-
-
-def _promote(scratch: Path, target: Path) -> None:
-    """Replace the golden trace (and its blob folder) by a finished recording, atomically."""
-    # The old blob folder belongs to the old recording; the new one is self-contained.
-    shutil.rmtree(f"{target}.blobs", ignore_errors=True)
-    if target.name.endswith(".gz"):
-        # The writer streams plain lines; a .gz golden is the same trace, compressed.
-        Trace.load(scratch).dump(target)
-        _discard(scratch)
-        return
-    blobs = Path(f"{scratch}.blobs")
-    if blobs.exists():
-        os.replace(blobs, f"{target}.blobs")
-    os.replace(scratch, target)
-
-
-def _discard(scratch: Path) -> None:
-    scratch.unlink(missing_ok=True)
-    shutil.rmtree(f"{scratch}.blobs", ignore_errors=True)
+_scratch_path = scratch.scratch_path
+_promote = scratch.promote
+_discard = scratch.discard
 
 
 def _plan(item: pytest.Item) -> _Run:

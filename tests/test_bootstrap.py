@@ -176,6 +176,7 @@ def test_record_then_replay_in_fresh_processes(tmp_path: Path, run_python: RunPy
         "path": str(path),
         "served": 0,
         "recorded": 3,
+        "failed": [],
         "error": None,
     }
     assert rewind.Trace.load(path).meta == {"sha": "abc"}
@@ -207,12 +208,14 @@ def test_without_a_status_file_failures_go_to_stderr(tmp_path: Path, run_python:
     assert result.returncode == 0
     # Unserved steps at exit: one plain line, not a warning pointing into rewind's source.
     assert result.stderr.strip().splitlines() == [
-        f"rewind: replay of {path} ended with 1 recorded event(s) never served (steps 2); "
-        "the run ended earlier than the recording or skipped steps."
+        f"rewind: replay of {path} ended with 1 recorded step never served (step 2); "
+        "the run ended earlier than the recording or skipped steps.",
+        f"rewind: replayed 2 of 3 recorded steps from {path}; code rewind does not intercept "
+        "(undecorated tools, other clients) ran live",
     ]
     env = {"REWIND_REPLAY": str(path), "SKIP_LOOKUP": "1", "REWIND_REQUIRE_FULL_CONSUMPTION": "1"}
     result = run_python(_start_code(), env=env)
-    assert "require_full_consumption=True makes this a failure" in result.stderr
+    assert "REWIND_REQUIRE_FULL_CONSUMPTION=1 makes this a failure" in result.stderr  # the variable's words
 
 
 def test_post_instrument_hook_fails_closed(tmp_path: Path, run_python: RunPython) -> None:

@@ -137,7 +137,7 @@ def test_another_kind_of_call_is_a_kind_mismatch(trace_path: Path) -> None:
 def test_a_run_longer_than_its_recording(trace_path: Path) -> None:
     error = _diverge(trace_path, [(search, {"query": "x"})], [(search, {"query": "x"}), (search, {"query": "y"})])
     assert error.reason == LONGER and error.step == 1 and error.expected is None
-    assert "nothing left to serve (the trace has 1 steps)" in str(error) and "fork(path, at=len(trace))" in error.hint
+    assert "nothing left to serve (the trace has 1 step)" in str(error) and "rewind.fork(path, at=1)" in error.hint
 
 
 def test_long_values_are_elided_around_the_change(trace_path: Path) -> None:

@@ -128,7 +128,7 @@ def test_a_working_opentelemetry_start_still_records(tmp_path: Path, stub: StubS
     path = tmp_path / "run.rewind"
     result = run(tmp_path, stub, otel=True, REWIND_RECORD=str(path), OTEL_TRACES_EXPORTER="none")
     assert result.returncode == 0, result.stderr
-    assert result.stderr == ""
+    assert result.stderr == f"rewind: recorded 1 step to {path}\n"  # what `rewind record` says
     assert len(rewind.Trace.load(path).events) == 1
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import click
 
 from .. import _autostart
+from .._escape import inert
 from ..bootstrap import SESSION_VARIABLES
 from ._common import CliError
 
@@ -134,7 +135,12 @@ def finish(ctx: click.Context, outcome: Outcome, *, summary: Callable[[dict[str,
         ctx.exit(outcome.returncode)
     error = status.get("error")
     if isinstance(error, str) and error:
-        _say(error if error.startswith("rewind:") else f"rewind: {error}")
+        divergence = status.get("divergence")
+        if status.get("reported") and isinstance(divergence, dict):
+            # The program died of it: its traceback showed the whole report already.
+            _say(f"rewind: replay diverged at step {divergence.get('step')} ({divergence.get('reason')}); see above")
+        else:
+            _say(error if error.startswith("rewind:") else f"rewind: {error}")
         ctx.exit(outcome.returncode or EXIT_SESSION_FAILED)
     if not quiet:
         _say(summary(status))
@@ -142,5 +148,6 @@ def finish(ctx: click.Context, outcome: Outcome, *, summary: Callable[[dict[str,
 
 
 def _say(text: str) -> None:
-    click.echo(text, err=True)
+    # A session error can quote recorded text (a divergence shows the recorded request).
+    click.echo(inert(text, keep_newlines=True), err=True)
     sys.stderr.flush()

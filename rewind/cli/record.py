@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
+from typing import Any
 
 import click
 
+from .. import scratch, summary
 from ._common import CliError
-from ._run import CHILD_CONTEXT, check_callable_spec, check_command, finish, run_child
+from ._run import CHILD_CONTEXT, Outcome, check_callable_spec, check_command, finish, run_child
 
 
 def _meta(raw: str) -> str:
@@ -44,6 +47,11 @@ def _destination(trace_path: str) -> str:
 )
 @click.option("--redact", metavar="MODULE:FUNCTION", help="Scrub every stored payload with this function.")
 @click.option("--normalize", metavar="MODULE:FUNCTION", help="Drop volatile fields from each call's identity.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace an existing TRACE even when CMD fails (by default a failed run keeps it).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing of ours when the run succeeds.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
 @click.pass_context
@@ -54,15 +62,17 @@ def command(
     externalize: int | None,
     redact: str | None,
     normalize: str | None,
+    force: bool,
     quiet: bool,
     command: tuple[str, ...],
 ) -> None:
     """Run CMD and record every LLM, tool and memory call it makes to TRACE.
 
-    CMD is an unmodified Python program: the openai and anthropic SDKs are
-    instrumented in it, and functions decorated with @rewind.llm/tool/memory are
-    recorded too. TRACE is overwritten. Replay the run offline with
-    `rewind replay TRACE -- CMD`.
+    CMD is an unmodified Python program: the provider SDKs are instrumented in
+    it, and functions decorated with @rewind.llm/tool/memory are recorded too.
+    An existing TRACE is replaced only when CMD succeeds (exit status 0): the
+    recording of a failed run goes to TRACE's name with .failed before .rewind,
+    unless --force. Replay the run offline with `rewind replay TRACE -- CMD`.
 
     \b
     Exit status: CMD's own; 2 bad usage or input; 1 when CMD succeeded but
@@ -70,9 +80,12 @@ def command(
     """
     argv = check_command(command)
     path = _destination(trace_path)
+    # A good trace must never be lost to a failed re-recording: record beside it first.
+    previous = os.path.exists(path)
+    target = str(scratch.scratch_path(Path(path))) if previous else path
     check_callable_spec("--redact", redact)
     check_callable_spec("--normalize", normalize)
-    session = {"REWIND_RECORD": path}
+    session = {"REWIND_RECORD": target}
     if meta is not None:
         session["REWIND_META"] = _meta(meta)
     if externalize is not None:
@@ -82,9 +95,31 @@ def command(
     if normalize:
         session["REWIND_NORMALIZE"] = normalize
     outcome = run_child(argv, session)
-    finish(
-        ctx,
-        outcome,
-        summary=lambda status: f"rewind: recorded {status.get('recorded', 0)} step(s) to {trace_path}",
-        quiet=quiet,
-    )
+    kept = _settle(Path(target), Path(path), outcome, previous=previous, force=force)
+    kept_shown = str(scratch.failed_path(Path(trace_path))) if kept else None
+
+    def report(status: dict[str, Any]) -> str:
+        if kept_shown is None:
+            return summary.recorded(status, trace_path)
+        failures = summary.failed_steps(status.get("failed") or [])
+        return (
+            f"rewind: the program failed (exit status {outcome.returncode}), so {trace_path} keeps its previous "
+            f"recording; this run's {summary.plural(int(status.get('recorded') or 0), 'step')}"
+            f"{f' ({failures})' if failures else ''} went to {kept_shown}. Pass --force to replace {trace_path} anyway"
+        )
+
+    finish(ctx, outcome, summary=report, quiet=quiet and kept_shown is None)
+
+
+def _settle(scratch_file: Path, path: Path, outcome: Outcome, *, previous: bool, force: bool) -> bool:
+    """Put the new recording in place, or keep the previous trace (True: kept it)."""
+    if not previous:
+        return False
+    if not scratch_file.exists():
+        return False  # nothing recorded (no session opened): the previous trace is untouched
+    succeeded = outcome.returncode == 0 and not (outcome.status or {}).get("error")
+    if succeeded or force:
+        scratch.promote(scratch_file, path)
+        return False
+    scratch.promote(scratch_file, scratch.failed_path(path))
+    return True

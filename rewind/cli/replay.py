@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from .. import summary
 from ._common import CliError, open_trace
 from ._run import CHILD_CONTEXT, check_callable_spec, check_command, finish, run_child
 
@@ -109,11 +110,9 @@ def command(
     if normalize:
         session["REWIND_NORMALIZE"] = normalize
 
-    def summary(status: dict[str, Any]) -> str:
+    def report(status: dict[str, Any]) -> str:
         if fork_at is None:
-            return f"rewind: replayed {status.get('served', 0)} of {steps} recorded step(s) from {trace_path} offline"
-        text = f"rewind: forked {trace_path} at step {fork_at}: {status.get('served', 0)} step(s) replayed, "
-        text += f"{status.get('recorded', 0)} live"
-        return text + (f", saved to {save_as}" if save_as is not None else "")
+            return summary.replayed(status, trace_path, steps)
+        return summary.forked(status, trace_path, fork_at, save_as)
 
-    finish(ctx, run_child(argv, session), summary=summary, quiet=quiet)
+    finish(ctx, run_child(argv, session), summary=report, quiet=quiet)

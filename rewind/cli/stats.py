@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 
 import click
@@ -18,7 +19,12 @@ def _seconds(ms: float) -> str:
 
 
 def _money(cost: float) -> str:
-    return f"${cost:,.2f}" if cost >= 100 else f"${cost:.4f}"
+    if cost >= 100:
+        return f"${cost:,.2f}"
+    if 0 < cost < 0.0001:
+        # Two significant digits: a tiny cost is not "$0.0000".
+        return f"${cost:.{1 - math.floor(math.log10(cost))}f}"
+    return f"${cost:.4f}"
 
 
 def activity_lines(trace: Trace) -> list[str]:
@@ -106,7 +112,9 @@ def cost_lines(acc: Accounting, *, show_cost: bool, custom_prices: bool) -> list
             "hide with --no-cost"
         )
     if acc.replayed_calls:
-        lines.append(f"  {acc.replayed_calls} llm step(s) served from the source trace are not counted")
+        served = "llm step served" if acc.replayed_calls == 1 else "llm steps served"
+        verb = "is" if acc.replayed_calls == 1 else "are"
+        lines.append(f"  {acc.replayed_calls} {served} from the source trace {verb} not counted")
     return lines
 
 

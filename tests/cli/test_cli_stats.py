@@ -120,7 +120,7 @@ def test_fork_counts_only_its_live_suffix(run_cli, trip: Path, tmp_path: Path) -
     out = run_cli("stats", forked).stdout
     assert "replayed:   2 steps served from the source trace" in out
     assert table_row(out, "gpt-4o-2024-08-06")[:4] == ["gpt-4o-2024-08-06", "1", "1800", "300"]
-    assert "1 llm step(s) served from the source trace are not counted" in out
+    assert "1 llm step served from the source trace is not counted" in out
 
 
 def test_trace_without_llm_steps(run_cli, tmp_path: Path) -> None:

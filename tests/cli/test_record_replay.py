@@ -65,7 +65,7 @@ def test_record_then_replay_offline(run_cli: RunCli, agent: Path, tmp_path: Path
     result = run_cli("record", "run.rewind", "--meta", '{"ticket": "T-1"}', "--", sys.executable, agent)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["echo hi", "echo there"]
-    assert result.stderr.splitlines() == ["rewind: recorded 2 step(s) to run.rewind"]
+    assert result.stderr.splitlines() == ["rewind: recorded 2 steps to run.rewind"]
     trace = rewind.Trace.load(tmp_path / "run.rewind")
     assert [e.name for e in trace.events] == ["model", "model"]
     assert trace.meta == {"ticket": "T-1"}
@@ -73,7 +73,7 @@ def test_record_then_replay_offline(run_cli: RunCli, agent: Path, tmp_path: Path
     result = run_cli("replay", "run.rewind", "--", sys.executable, agent)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["echo hi", "echo there"]
-    assert result.stderr.splitlines() == ["rewind: replayed 2 of 2 recorded step(s) from run.rewind offline"]
+    assert result.stderr.splitlines() == ["rewind: replayed 2 of 2 recorded steps from run.rewind offline"]
     assert run_cli("replay", "-q", "run.rewind", "--", sys.executable, agent).stderr == ""
 
 
@@ -104,10 +104,10 @@ def test_require_full_consumption(run_cli: RunCli, agent: Path) -> None:
     short = {"QUESTIONS": "hi"}
     lenient = run_cli("replay", "run.rewind", "--", sys.executable, agent, env=short)
     assert lenient.returncode == 0
-    assert "ended with 1 recorded event(s) never served (steps 1)" in lenient.stderr
+    assert "ended with 1 recorded step never served (step 1)" in lenient.stderr
     strict = run_cli("replay", "run.rewind", "--require-full-consumption", "--", sys.executable, agent, env=short)
     assert strict.returncode == 1
-    assert "require_full_consumption=True makes this a failure" in strict.stderr
+    assert "--require-full-consumption makes this a failure" in strict.stderr  # the option the user typed
 
 
 def test_match_parallel_serves_concurrent_calls_by_identity(run_cli: RunCli, agent: Path) -> None:
@@ -130,7 +130,7 @@ def test_fork_at_with_save_as(run_cli: RunCli, agent: Path, tmp_path: Path) -> N
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == ["echo hi", "echo new question"]
     assert result.stderr.splitlines() == [
-        "rewind: forked run.rewind at step 1: 1 step(s) replayed, 1 live, saved to fixed.rewind"
+        "rewind: forked run.rewind at step 1: 1 step replayed, 1 live, saved to fixed.rewind"
     ]
     forked = rewind.Trace.load(tmp_path / "fixed.rewind")
     assert [e.request["q"] for e in forked.events] == ["hi", "new question"]
@@ -262,4 +262,4 @@ def test_help_lists_both_commands(run_cli: RunCli) -> None:
 def test_any_file_name_works(run_cli: RunCli, agent: Path, tmp_path: Path) -> None:
     result = run_cli("record", "run {1}.rewind", "--", sys.executable, agent)
     assert result.returncode == 0, result.stderr
-    assert result.stderr == "rewind: recorded 2 step(s) to run {1}.rewind\n"
+    assert result.stderr == "rewind: recorded 2 steps to run {1}.rewind\n"

@@ -258,7 +258,7 @@ def test_require_full_consumption_from_the_marker(project: pytest.Pytester, monk
     result.stdout.fnmatch_lines(
         [
             "*ERROR at teardown of test_strict*",
-            "rewind: replay of traces/strict.rewind ended with 1 recorded event(s) never served (steps 1)*"
+            "rewind: replay of traces/strict.rewind ended with 1 recorded step never served (step 1)*"
             "require_full_consumption=True makes this a failure.",
             "If the shorter run is intended, re-record the golden trace:",
             "    pytest --rewind-record test_agent.py::test_strict",
