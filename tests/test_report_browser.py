@@ -156,6 +156,45 @@ def test_hostile_trace_runs_no_script(page: Page, reports: dict[str, Path], tmp_
     assert_not_blank(page, tmp_path / "hostile.png")
 
 
+def test_other_providers_read_as_conversations(page: Page, tmp_path: Path) -> None:
+    import rewind
+
+    @rewind.llm(name="gemini")
+    def gemini(**request: object) -> dict:
+        return {
+            "candidates": [
+                {"content": {"role": "model", "parts": [{"function_call": {"name": "lookup", "args": {"q": "Rome"}}}]}}
+            ],
+            "usage_metadata": {"prompt_token_count": 9, "candidates_token_count": 4},
+            "model_version": "gemini-2.5-flash",
+        }
+
+    @rewind.llm(name="cohere")
+    def cohere(**request: object) -> dict:
+        return {"message": {"role": "assistant", "content": [{"type": "text", "text": "Ciao from Cohere"}]}}
+
+    trace = tmp_path / "others.rewind"
+    with rewind.record(trace):
+        gemini(
+            model="gemini-2.5-flash",
+            contents=[
+                {"role": "user", "parts": [{"text": "Find Rome"}]},
+                {"role": "model", "parts": [{"function_call": {"name": "lookup", "args": {"q": "x"}}}]},
+                {"role": "user", "parts": [{"function_response": {"name": "lookup", "response": {"hits": 3}}}]},
+            ],
+        )
+        cohere(model="command-a", messages=[{"role": "user", "content": "Say ciao"}])
+    target = tmp_path / "others.html"
+    write_report(trace, target)
+    open_report(page, target)
+    text = click_step(page, 0)
+    assert "Find Rome" in text and "lookup" in text
+    assert "hits" in page.evaluate("document.querySelector('#rw-detail .call .result').innerText")  # paired by name
+    assert "9 in · 4 out" in text
+    assert "Ciao from Cohere" in click_step(page, 1)
+    assert page.problems() == []
+
+
 def test_a_hand_edited_trace_opens_cleanly(page: Page, tmp_path: Path) -> None:
     target = tmp_path / "odd.html"
     write_report(write_odd_trace(tmp_path / "odd.rewind"), target)

@@ -238,6 +238,8 @@
       else if (p.inline_data || p.inlineData) { var d = p.inline_data || p.inlineData; parts.push({ image: d.data, media: d.mime_type || d.mimeType }); }
       else if (p.function_call || p.functionCall) { var f = p.function_call || p.functionCall; parts.push({ call: { id: f.id || f.name, name: f.name, args: f.args } }); }
       else if (p.function_response || p.functionResponse) { var r = p.function_response || p.functionResponse; parts.push({ result: { id: r.id || r.name, content: r.response } }); }
+      else if (isObj(p.toolUse)) parts.push({ call: { id: p.toolUse.toolUseId, name: p.toolUse.name, args: p.toolUse.input } });
+      else if (isObj(p.toolResult)) parts.push({ result: { id: p.toolResult.toolUseId, content: p.toolResult.content, error: p.toolResult.status === "error" } });
       else parts.push({ json: p });
     });
     return parts;
@@ -291,6 +293,8 @@
     if (Array.isArray(resp.candidates)) {
       return resp.candidates.slice(0, 1).map(function (c) { return chatMessage(isObj(c) ? c.content : c); });
     }
+    if (isObj(resp.message)) return [chatMessage(resp.message)];  // Cohere v2, Ollama-style
+    if (isObj(resp.output) && isObj(resp.output.message)) return [chatMessage(resp.output.message)];  // Bedrock Converse
     if (typeof resp.content === "string") return [{ role: "assistant", parts: [{ text: resp.content }] }];
     return [];
   }
