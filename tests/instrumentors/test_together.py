@@ -38,3 +38,22 @@ def test_naming_traps_resource_suffix_and_embedding_type() -> None:
     finally:
         instrumentor.uninstrument()
     assert all(cls.__dict__["create"] is original for cls, original in originals.items())
+
+
+def test_the_hand_written_1x_sdk_is_left_alone_with_a_warning(monkeypatch: Any) -> None:
+    import pytest
+    import together
+    from rewind.instrumentors import _instrumentor, _surface
+
+    from rewind.errors import PatchGapWarning
+
+    monkeypatch.setattr(_instrumentor, "_installed_version", lambda *_: "1.5.35")
+    monkeypatch.setattr(_surface, "_WARNED", set())
+    original = together.resources.chat.completions.CompletionsResource.__dict__["create"]
+    instrumentor = TogetherInstrumentor()
+    with pytest.warns(PatchGapWarning, match=r"together >= 2\.0; the installed 1\.5\.35"):
+        instrumentor.instrument()
+    try:
+        assert together.resources.chat.completions.CompletionsResource.__dict__["create"] is original
+    finally:
+        instrumentor.uninstrument()
