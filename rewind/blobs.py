@@ -115,9 +115,13 @@ class BlobStore:
             if not _is_regular_file(target):
                 # Write-then-rename: a crash never leaves a half blob under a valid name.
                 tmp = f"{target}.tmp-{os.getpid()}-{threading.get_ident()}"
-                with open(tmp, "wb") as fh:
-                    fh.write(data)
-                os.replace(tmp, target)
+                try:
+                    with open(tmp, "wb") as fh:
+                        fh.write(data)
+                    os.replace(tmp, target)
+                except BaseException:
+                    _remove_quietly(tmp)  # a failed write (disk full) leaves no orphan behind
+                    raise
             self._known.add(sha)
         return sha
 
@@ -185,6 +189,13 @@ class BlobStore:
 
     def _error(self, message: str) -> TraceFormatError:
         return TraceFormatError(message, path=self.trace_path)
+
+
+def _remove_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def _is_regular_file(path: str) -> bool:

@@ -36,7 +36,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 from . import content_capture
 from ._channel import PARCELS, Parcel
 from .canonical import canonical_json, canonical_text, ensure_jsonable, text_fingerprint, to_jsonable
-from .errors import DivergenceError, RedactionError, TraceFormatError
+from .errors import DivergenceError, RedactionError, TraceFormatError, TraceWriteError
 from .replayed_error import decode_error, encode_error, is_cancellation, replayed_cancellation
 from .telemetry import STARTING, TRACERS, usage_attributes
 from .trace import Event
@@ -435,7 +435,12 @@ class Call:
             span.end()
         # No exporter took the event (span not exported, or the export failed):
         # write it here, where a failure raises instead of losing the step.
-        session.writer.write(event)
+        try:
+            session.writer.write(event)
+        except TraceWriteError:
+            # Not on disk, so not in the session's trace either: nothing may serve it.
+            session.discard(event)
+            raise
 
     def _end_with_error(self, exc: BaseException) -> None:
         if self._ended:

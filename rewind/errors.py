@@ -43,6 +43,28 @@ class TraceFormatError(RewindError):
         super().__init__(f"{where}{message}")
 
 
+class TraceWriteError(RewindError):
+    """Writing a step (or the header) to a trace file failed: disk full, a file size
+    limit, an I/O error. The partial line was removed, so the file still ends after its
+    last complete step and every step before stays readable. ``path`` and ``step`` say
+    where; the ``OSError`` is the ``__cause__``.
+    """
+
+    def __init__(self, message: str, *, path: str | None = None, step: int | None = None) -> None:
+        self.path = path
+        self.step = step
+        super().__init__(message)
+
+
+class TraceLockedError(RewindError):
+    """Another recorder (another process, or another session of this one) is writing
+    the same trace file."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        self.path = path
+        super().__init__(f"{path}: {message}" if path is not None else message)
+
+
 class DivergenceError(RewindError):
     """Replay could not match an incoming call against the recorded trace.
 

@@ -158,7 +158,7 @@ class Session:
             except ValueError:  # exited in another context (e.g. a different task)
                 _ACTIVE.set(None)
             self._token = None
-        self._close()
+        self._close(keep=exc_type is None)
         if exc_type is None:
             self._check_consumption()
 
@@ -201,7 +201,12 @@ class Session:
                 # served prefix would inline every big payload again.
                 inherited = source.header.get("externalize") if source.version >= BLOBS_FORMAT_VERSION else None
                 threshold = self._externalize or inherited
-                self.writer = TraceWriter(self._save_as, header, externalize=threshold, release_bodies=True)
+                # Saved onto its own source, the fork is written beside it and renamed over it
+                # at the end: truncating the file being replayed would destroy both.
+                onto_source = _same_file(self._save_as, self.path)
+                self.writer = TraceWriter(
+                    self._save_as, header, externalize=threshold, release_bodies=True, replace_on_close=onto_source
+                )
         if self.writer is not None:
             self._export = SimpleSpanProcessor(RewindSpanExporter(self.writer))
 
@@ -215,9 +220,10 @@ class Session:
             f"steps{last}; no step {self.break_at} will ever be served"
         )
 
-    def _close(self) -> None:
+    def _close(self, *, keep: bool = True) -> None:
+        # A fork saved onto its own source replaces it only when the block succeeded.
         if self.writer is not None:
-            self.writer.close()
+            self.writer.close(keep=keep)
 
     def _check_consumption(self) -> None:
         if self._replayer is None:
@@ -291,6 +297,15 @@ class Session:
         if self._export is not None:
             self._export.on_end(span)
 
+    def discard(self, event: Event) -> None:
+        """Forget a step whose line could not be written (it must never be served)."""
+        with self._lock:
+            for events in (self.new_events, self.trace.events if self.mode == "record" else []):
+                for index in range(len(events) - 1, -1, -1):
+                    if events[index] is event:
+                        del events[index]
+                        break
+
     def append(self, event: Event) -> None:
         with self._lock:
             self.new_events.append(event)
@@ -306,6 +321,13 @@ class Session:
             # Step "up" to reach the agent's frames.
             sys.breakpointhook()
 
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
 
 
 def record(

@@ -38,8 +38,9 @@ from typing import Any
 
 from . import _safe_read as _safe
 from . import blobs as _blobs
+from ._trace_file import LineFile
 from .canonical import ensure_jsonable
-from .errors import TraceFormatError
+from .errors import TraceFormatError, TraceWriteError
 
 FORMAT_NAME = "agent-rewind"
 #: The version of a trace whose payloads are all inline (what ``record`` writes by default).
@@ -596,9 +597,14 @@ class Trace:
         payload = b"\n".join(lines) + b"\n"
         tmp = f"{target}.tmp-{os.getpid()}"
         opener = gzip.open if target.endswith(".gz") else open
-        with opener(tmp, "wb") as fh:
-            fh.write(payload)
-        os.replace(tmp, target)
+        try:
+            with opener(tmp, "wb") as fh:
+                fh.write(payload)
+            os.replace(tmp, target)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)  # a failed write (disk full) leaves the target as it was, and no orphan
+            raise
 
 
 def _check_header(raw: bytes, path: str) -> dict[str, Any]:
@@ -855,6 +861,11 @@ class TraceWriter:
     With ``release_bodies`` a written event lets go of its body and reads it back from
     the file when touched, like an event from ``Trace.open``: a long recording then
     holds a small skeleton per step in memory, not every payload it ever saw.
+
+    The file is locked for this writer alone, and a failed write never leaves a partial
+    line (``rewind._trace_file``): it raises ``TraceWriteError`` with the file ending
+    after its last complete step. With ``replace_on_close`` the lines go to a temporary
+    file renamed onto ``path`` by ``close(keep=True)``.
     """
 
     def __init__(
@@ -864,6 +875,7 @@ class TraceWriter:
         *,
         externalize: int | None = None,
         release_bodies: bool = False,
+        replace_on_close: bool = False,
     ) -> None:
         self.path = os.fspath(path)
         self.externalize = check_threshold(externalize)
@@ -877,30 +889,50 @@ class TraceWriter:
         self._lock = threading.Lock()
         # Unbuffered: every line goes to the OS in one write, which is the per-event
         # flush crash safety needs, without copying it through a buffer first.
-        self._fh = open(self.path, "wb", buffering=0)  # noqa: SIM115 - lives as long as the session
-        first = _dumps_line(self.header) + b"\n"
-        self._write_all(first)
-        self._end = len(first)
+        self._file = LineFile(self.path, replace_on_close=replace_on_close)
+        try:
+            self._file.append(_dumps_line(self.header) + b"\n")
+        except OSError as exc:
+            self._file.close(keep=False)
+            raise TraceWriteError(
+                f"{self.path}: could not write the trace header ({exc.strerror or exc}); nothing was recorded",
+                path=self.path,
+            ) from exc
         self._release = release_bodies
         self._reader: _LineSource | None = None
 
     def write(self, event: Event) -> None:
-        if self.blobs is None:
-            line = event.to_line() + b"\n"
+        try:
+            if self.blobs is None:
+                line = event.to_line() + b"\n"
+            else:
+                line = _dumps_line(_event_fields(event.to_dict(), self.blobs, self.externalize)) + b"\n"
+            with self._lock:
+                offset = self._file.append(line)
+                if self._release:
+                    self._release_body(event, offset, len(line) - 1)
+        except OSError as exc:
+            raise self._write_error(event, exc) from exc
+
+    def _write_error(self, event: Event, exc: OSError) -> TraceWriteError:
+        what = f"step {event.seq} ({event.kind} call {event.name!r})"
+        if self._file.broken is not None:
+            state = f"{self._file.broken}."
         else:
-            line = _dumps_line(_event_fields(event.to_dict(), self.blobs, self.externalize)) + b"\n"
-        with self._lock:
-            if self._fh.closed:
-                raise ValueError(f"trace writer for {self.path} is closed")
-            self._write_all(line)
-            offset = self._end
-            self._end += len(line)
-            if self._release:
-                self._release_body(event, offset, len(line) - 1)
+            state = (
+                "The partial line was removed: the file ends after its last complete step, and every "
+                "step before stays readable; this step is not in it."
+            )
+        return TraceWriteError(
+            f"{self.path}: could not write {what} ({exc.strerror or exc}). {state} "
+            "Free disk space (or lift the file size limit) and record the run again to capture it.",
+            path=self.path,
+            step=event.seq,
+        )
 
     def _release_body(self, event: Event, offset: int, length: int) -> None:
         if self._reader is None:
-            self._reader = _LineSource(self.path)
+            self._reader = _LineSource(self._file.write_path)
             self._reader.blobs = self.blobs
         # The lazy location is in place before the body goes, so a concurrent reader
         # sees one or the other, never neither.
@@ -909,20 +941,13 @@ class TraceWriter:
         event._request_text = None
         event._body = None
 
-    def _write_all(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            written = self._fh.write(view)
-            if written is None:  # pragma: no cover - only non-blocking files return None
-                continue
-            view = view[written:]
-
     @property
     def closed(self) -> bool:
-        return self._fh.closed
+        return self._file.closed
 
-    def close(self) -> None:
+    def close(self, *, keep: bool = True) -> None:
+        """Close the file; with ``replace_on_close``, ``keep`` renames it onto ``path``
+        (else it is discarded and ``path`` keeps what it held)."""
         with self._lock:
-            if not self._fh.closed:
-                self._fh.close()
+            self._file.close(keep=keep)
         # Released events keep reading through their own reader; it closes with them.
