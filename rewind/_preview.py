@@ -1,7 +1,9 @@
 """Short human-readable views of recorded steps, shared by the CLI, the TUI and ``render_text``.
 
 Everything here reads JSON data and never raises on an unexpected shape: a payload
-rewind does not recognise is shown as compact JSON.
+rewind does not recognise is shown as compact JSON. Everything it returns for display
+is inert (``rewind._escape``): recorded text never reaches a terminal as an escape
+sequence.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from ._escape import inert
 from .trace import Event
 
 ELLIPSIS = "…"
@@ -23,13 +26,14 @@ def compact(value: Any, limit: int | None = None) -> str:
 
 
 def pretty(value: Any) -> str:
-    """Indented JSON for detail views."""
-    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+    """Indented JSON for detail views (its line breaks are the layout's; the text is inert)."""
+    return inert(json.dumps(value, ensure_ascii=False, indent=2, default=str), keep_newlines=True)
 
 
 def clip(text: str, limit: int | None) -> str:
-    """``text`` on one line, cut to ``limit`` characters with an ellipsis."""
+    """``text`` on one line, inert, cut to ``limit`` characters with an ellipsis."""
     text = " ".join(text.split()) if ("\n" in text or "\r" in text or "\t" in text) else text
+    text = inert(text)
     if limit is not None and len(text) > limit:
         return text[: max(0, limit - 1)] + ELLIPSIS
     return text
@@ -41,11 +45,13 @@ def error_line(error: Any) -> str:
         return compact(error)
     kind = str(error.get("qualname") or error.get("type") or "error")
     message = str(error.get("message", ""))
-    return f"{kind}: {message}" if message else kind
+    return clip(f"{kind}: {message}" if message else kind, None)
 
 
 def model_of(event: Event) -> str | None:
-    """The model an llm step used: what the provider reported, else what was asked for."""
+    """The model an llm step used: what the provider reported, else what was asked for.
+
+    Recorded text: pass it through ``clip`` (or ``inert``) before showing it."""
     for source in (event.response, _stream_head(event), event.request):
         model = _model_in(source)
         if model:

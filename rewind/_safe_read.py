@@ -128,7 +128,7 @@ def bounded_lines(stream: _Readable, path: str, max_bytes: int) -> Iterator[byte
     that either. The last line keeps its missing newline (a torn write).
     """
     total = 0
-    pending = b""
+    pending: list[bytes] = []  # the start of a line that has not ended yet, in chunks
     while True:
         chunk = stream.read(_CHUNK)
         if not chunk:
@@ -136,19 +136,25 @@ def bounded_lines(stream: _Readable, path: str, max_bytes: int) -> Iterator[byte
         total += len(chunk)
         if total > max_bytes:
             raise archive_too_big(path, max_bytes)
-        data = pending + chunk if pending else chunk
-        end = data.rfind(b"\n")
-        if end < 0:
-            pending = data
+        last = chunk.rfind(b"\n")
+        if last < 0:
+            pending.append(chunk)  # joined once, when the line ends: a long line costs its size
             continue
-        pending = data[end + 1 :]
-        start = 0
-        while start <= end:
-            stop = data.index(b"\n", start) + 1
-            yield data[start:stop]
+        start = chunk.index(b"\n") + 1
+        if pending:
+            pending.append(chunk[:start])
+            yield b"".join(pending)
+            pending = []
+        else:
+            yield chunk[:start]
+        while start <= last:
+            stop = chunk.index(b"\n", start) + 1
+            yield chunk[start:stop]
             start = stop
+        if start < len(chunk):
+            pending.append(chunk[start:])
     if pending:
-        yield pending
+        yield b"".join(pending)
 
 
 # -- strict JSON objects -----------------------------------------------------------------
@@ -175,6 +181,11 @@ def maybe_deep(raw: bytes | str, budget: int) -> bool:
     if isinstance(raw, bytes):
         return raw.count(b"{") + raw.count(b"[") > budget
     return raw.count("{") + raw.count("[") > budget
+
+
+def json_error(exc: JSONDecodeError, column: int = 0) -> ValueError:
+    """A JSON syntax error located by its column in the whole line."""
+    return ValueError(f"{exc.msg} at column {column + exc.pos + 1}")
 
 
 def depth_error() -> ValueError:
@@ -245,7 +256,7 @@ def strict_object(
     except (IndexError, StopIteration):
         raise ValueError("the line ends early") from None
     except JSONDecodeError as exc:
-        raise ValueError(str(exc)) from None
+        raise json_error(exc) from None
     end = _WHITESPACE.match(text, pos).end()  # type: ignore[union-attr]
     if end != len(text):
         raise ValueError(f"extra data after the JSON object at column {end + 1}")

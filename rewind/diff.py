@@ -24,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ._escape import inert
 from ._preview import answer_text, clip, compact, outcome, pretty
 from .canonical import canonical_json
 from .trace import Event, PathLike, Trace
@@ -349,7 +350,9 @@ def _blocks(ra: range, rb: range, ka: Sequence[Any], kb: Sequence[Any]) -> Itera
 def render_text(diff: TraceDiff, *, context: int = 1, verbose: bool = False, color: bool = False) -> str:
     """The report ``rewind diff`` prints: changed rows with ``context`` equal rows around them.
 
-    ``verbose`` adds full request/outcome diffs; ``color`` adds ANSI colours.
+    ``verbose`` adds full request/outcome diffs; ``color`` adds ANSI colours. Recorded
+    text (names, kinds, payloads, paths) is shown inert, so the colours are the only
+    escape sequences in the report.
     """
     if context < 0:
         raise ValueError(f"context must be >= 0, not {context}")
@@ -358,10 +361,10 @@ def render_text(diff: TraceDiff, *, context: int = 1, verbose: bool = False, col
         return f"\x1b[{code}m{text}\x1b[0m" if color else text
 
     lines = [
-        paint(f"--- A: {diff.a_label} ({diff.a_steps} steps)", "1"),
-        paint(f"+++ B: {diff.b_label} ({diff.b_steps} steps)", "1"),
+        paint(f"--- A: {inert(diff.a_label)} ({diff.a_steps} steps)", "1"),
+        paint(f"+++ B: {inert(diff.b_label)} ({diff.b_steps} steps)", "1"),
     ]
-    lines.extend(f"note: {note}" for note in diff.notes)
+    lines.extend(f"note: {inert(note)}" for note in diff.notes)
     first = diff.first_divergence
     width = max(4, *(len(e.name) for e in diff.entries)) if diff.entries else 4
     width = min(width, 40)
@@ -388,7 +391,8 @@ def render_text(diff: TraceDiff, *, context: int = 1, verbose: bool = False, col
         lines.append(f"no divergence: {diff.summary()}, same requests and outcomes ({how})")
     else:
         where = _where(first)
-        lines.append(paint(f"first divergence: {where} {first.kind} {first.name!r}: {first.explain()}", "1"))
+        named = f"{inert(first.kind)} '{clip(first.name, None)}'"
+        lines.append(paint(f"first divergence: {where} {named}: {first.explain()}", "1"))
         if first.op == CHANGED and "request" not in first.changes:
             lines.append("  everything after this step follows from that answer")
         lines.append(f"summary: {diff.summary()}")
@@ -420,7 +424,7 @@ def _where(entry: DiffEntry) -> str:
 def _row(entry: DiffEntry, width: int) -> str:
     a = str(entry.a_step) if entry.a_step is not None else "·"
     b = str(entry.b_step) if entry.b_step is not None else "·"
-    head = f"{_SYMBOL[entry.op]} {a:>5} {b:>5}  {entry.kind:<6} {clip(entry.name, width):<{width}}"
+    head = f"{_SYMBOL[entry.op]} {a:>5} {b:>5}  {inert(entry.kind):<6} {clip(entry.name, width):<{width}}"
     if entry.op == CHANGED:
         what = " & ".join(entry.changes)
         return f"{head}  {what} changed ({entry.similarity:.0%} similar)"
@@ -491,7 +495,7 @@ def _around(value: Any, other: Any, width: int = 60) -> str:
 
 def _path_lines(a: Any, b: Any, root: str, limit: int = 3) -> list[str]:
     changes = list(_changed_paths(a, b, root, limit + 1))
-    lines = [f"{path}: {_around(x, y)} → {_around(y, x)}" for path, x, y in changes[:limit]]
+    lines = [f"{clip(path, 120)}: {_around(x, y)} → {_around(y, x)}" for path, x, y in changes[:limit]]
     if len(changes) > limit:
         lines.append("… more differences (use -v for the full diff)")
     if not lines:
@@ -527,6 +531,7 @@ def _changed_paths(a: Any, b: Any, path: str, limit: int) -> Iterator[tuple[str,
 def _unified(a: Any, b: Any, label: str, limit: int = 80) -> list[str]:
     left = pretty(a).splitlines()
     right = pretty(b).splitlines()
+    # pretty() is inert already, so every diff line is too.
     lines = list(difflib.unified_diff(left, right, f"A {label}", f"B {label}", n=2, lineterm=""))
     if len(lines) > limit:
         lines = [*lines[:limit], f"… ({len(lines) - limit} more diff lines)"]

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TextIO
 
-from ._preview import compact, error_line, model_of, outcome, pretty, stream_chunks
+from ._escape import inert
+from ._preview import clip, compact, error_line, model_of, outcome, pretty, stream_chunks
 from .trace import Event, Trace
 
 HELP = "n/Enter next · p previous · j STEP jump · f full JSON · q quit · h help"
@@ -121,10 +122,12 @@ class LineStepper:
     def _show(self, *, full: bool) -> None:
         event = self.events[self.position]
         status = "ok" if event.ok else "ERROR"
-        head = f"── step {event.seq} ── {event.kind} {event.name!r} · {status} · {event.duration_ms:.1f} ms"
+        # Recorded text is shown inert (compact, pretty and outcome are already).
+        head = f"── step {event.seq} ── {inert(event.kind)} '{clip(event.name, None)}' · {status}"
+        head += f" · {event.duration_ms:.1f} ms"
         model = model_of(event) if event.kind == "llm" else None
         if model:
-            head += f" · {model}"
+            head += f" · {clip(model, 80)}"
         if not event.live:
             head += " · served from the source trace"
         self._say(self.style(head, bold=True, fg=None if event.ok else "red"))

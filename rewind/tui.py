@@ -20,7 +20,8 @@ import locale
 import os
 from typing import Any
 
-from ._preview import compact, error_line, model_of, outcome, pretty, search_text, stream_chunks
+from ._escape import inert
+from ._preview import clip, compact, error_line, model_of, outcome, pretty, search_text, stream_chunks
 from .trace import Event, Trace
 
 HELP = "j/k move  g/G top/end  PgUp/PgDn page  / filter  Enter expand  q quit"
@@ -51,7 +52,9 @@ class Browser:
     def __init__(self, trace: Trace, *, title: str | None = None) -> None:
         self.trace = trace
         self.events: list[Event] = list(trace.events)
-        self.title = title or trace.path or "trace"
+        # Everything drawn from the trace (and its file name) is inert: curses passes C1
+        # controls and escape sequences through to the terminal as they are.
+        self.title = inert(title or trace.path or "trace")
         self.visible: list[int] = list(range(len(self.events)))
         self.selected = 0  # position in ``visible``
         self.top = 0
@@ -73,7 +76,7 @@ class Browser:
         # The cursor and error marks are characters too, so they show without colour or reverse video.
         event = self.events[index]
         mark = (">" if selected else " ") + (" " if event.ok else "!")
-        return f"{mark} #{event.seq:<4} {event.kind:<6} {event.name}"
+        return f"{mark} #{event.seq:<4} {inert(event.kind):<6} {clip(event.name, None)}"
 
     def apply_filter(self, text: str) -> None:
         keep = self.events[self.visible[self.selected]] if self.visible else None
@@ -116,10 +119,11 @@ class Browser:
 
     def _detail_lines(self, event: Event, width: int) -> list[str]:
         status = "ok" if event.ok else "ERROR"
-        lines = [f"step {event.seq} · {event.kind} · {event.name}", f"{status} · {event.duration_ms:.1f} ms"]
+        named = f"step {event.seq} · {inert(event.kind)} · {clip(event.name, None)}"
+        lines = [named, f"{status} · {event.duration_ms:.1f} ms"]
         model = model_of(event) if event.kind == "llm" else None
         if model:
-            lines.append(f"model: {model}")
+            lines.append(f"model: {clip(model, None)}")
         if not event.live:
             lines.append("served from the source trace (fork prefix)")
         lines.append("")

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from .. import __version__
+from .._escape import inert
 from ..errors import RewindError
 from ._common import EXIT_INTERNAL, CliError, Output, explain
 
@@ -66,7 +67,7 @@ class RewindGroup(click.Group):
             if os.environ.get("REWIND_DEBUG"):
                 raise
             click.echo(
-                f"rewind: internal error: {type(exc).__name__}: {exc} "
+                f"rewind: internal error: {type(exc).__name__}: {inert(str(exc))} "
                 "(a bug in rewind; rerun with REWIND_DEBUG=1 for the traceback and please report it)",
                 err=True,
             )

@@ -11,6 +11,7 @@ from typing import IO, Any
 
 import click
 
+from .._escape import inert
 from ..errors import TraceFormatError
 from ..trace import Trace
 
@@ -29,7 +30,8 @@ class CliError(click.ClickException):
         super().__init__(" ".join(message.split()))
 
     def show(self, file: IO[Any] | None = None) -> None:
-        click.echo(f"rewind: error: {self.format_message()}", file=file or sys.stderr)
+        # The message may quote a file name or recorded text: shown inert.
+        click.echo(f"rewind: error: {inert(self.format_message())}", file=file or sys.stderr)
 
 
 # Appended to a TraceFormatError when the message does not already say what to do.

@@ -6,6 +6,7 @@ import os
 
 import click
 
+from .._escape import inert
 from ..archive import compact
 from ..trace import Trace
 from ._common import CliError, get_output, open_trace
@@ -66,8 +67,8 @@ def command(ctx: click.Context, trace_path: str, output_path: str | None, force:
     before, after = os.path.getsize(trace_path), os.path.getsize(destination)
     ratio = f"{before / after:.1f}x smaller" if after else "empty"
     out.echo(
-        f"compacted {trace_path} ({_size(trace_path)}) -> {destination} ({_size(destination)}, {ratio}), "
-        f"{len(trace.events)} steps"
+        f"compacted {inert(trace_path)} ({_size(trace_path)}) -> {inert(destination)} ({_size(destination)}, "
+        f"{ratio}), {len(trace.events)} steps"
     )
     if trace.torn_tail:
         out.echo("note: the source ended in a torn line (its recorder was killed); the archive keeps complete steps")

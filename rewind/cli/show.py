@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from .._escape import inert, inert_value
 from .._preview import clip, compact, model_of, outcome
 from ..trace import Event, Trace
 from ._common import CliError, Output, get_output, is_terminal, open_trace, width
@@ -18,21 +19,22 @@ def _duration(ms: float) -> str:
 def header_lines(trace: Trace, out: Output) -> list[str]:
     """The trace's identity: path, size, when and by what it was recorded, meta, provenance."""
     head = trace.header
+    # Everything from the file (and the file name itself) is shown inert.
     parts = [f"{len(trace.events)} steps"]
     if head.get("created"):
-        parts.append(f"recorded {head['created']}")
+        parts.append(f"recorded {compact(head['created'], 40)}")
     if head.get("rewind_version"):
-        parts.append(f"rewind {head['rewind_version']}")
+        parts.append(f"rewind {compact(head['rewind_version'], 40)}")
     parts.append(f"format v{trace.version}")
-    lines = [out.style(f"{trace.path}", bold=True) + ": " + ", ".join(parts)]
+    lines = [out.style(inert_value(trace.path), bold=True) + ": " + ", ".join(parts)]
     meta = head.get("meta")
     if isinstance(meta, dict) and meta:
-        lines.append("meta: " + ", ".join(f"{k}={compact(v, 80)}" for k, v in meta.items()))
+        lines.append("meta: " + ", ".join(f"{clip(k, 40)}={compact(v, 80)}" for k, v in meta.items()))
     elif meta:
         lines.append(f"meta: {compact(meta, 160)}")
     forked = head.get("forked_from")
     if isinstance(forked, dict):
-        lines.append(f"forked from {forked.get('path')} at step {forked.get('at')}")
+        lines.append(f"forked from {compact(forked.get('path'), 200)} at step {compact(forked.get('at'), 20)}")
     if trace.torn_tail:
         lines.append(
             out.style("note:", fg="yellow")
@@ -43,7 +45,7 @@ def header_lines(trace: Trace, out: Output) -> list[str]:
 
 def step_line(event: Event, *, seq_width: int, name_width: int, columns: int, out: Output) -> str:
     status = out.style("ok ", fg="green") if event.ok else out.style("ERR", fg="red", bold=True)
-    head = f"{'#' + str(event.seq):>{seq_width}}  {event.kind:<6} {clip(event.name, name_width):<{name_width}}  "
+    head = f"{'#' + str(event.seq):>{seq_width}}  {inert(event.kind):<6} {clip(event.name, name_width):<{name_width}}  "
     timing = f"{_duration(event.duration_ms):>9}"
     prefix = "" if event.live else "↺ "
     plain_len = len(head) + 3 + 2 + len(timing) + 2 + len(prefix)
@@ -88,7 +90,7 @@ def render_listing(trace: Trace, *, verbose: bool, out: Output, columns: int) ->
 
 def _interactive(trace: Trace, tui: bool | None, out: Output) -> None:
     if not trace.events:
-        click.echo(f"{trace.path}: the trace has no steps")
+        click.echo(f"{inert_value(trace.path)}: the trace has no steps")
         return
     terminal = is_terminal(sys.stdin) and is_terminal(sys.stdout)
     want_tui = tui if tui is not None else terminal
@@ -100,7 +102,7 @@ def _interactive(trace: Trace, tui: bool | None, out: Output) -> None:
         from ..tui import TuiUnavailable, run
 
         try:
-            run(trace, title=trace.path, color=out.color)
+            run(trace, title=trace.path, color=out.color)  # the browser shows the title inert
             return
         except TuiUnavailable as exc:
             if tui:

@@ -7,7 +7,8 @@ from collections import Counter
 
 import click
 
-from .._preview import error_line
+from .._escape import inert
+from .._preview import clip, error_line
 from ..accounting import PRICES_CHECKED, Accounting, ModelPrice, ModelUsage, account, load_prices, parse_price
 from ..trace import KINDS, Trace
 from ._common import CliError, Output, get_output, open_trace
@@ -31,12 +32,12 @@ def activity_lines(trace: Trace) -> list[str]:
     events = trace.events
     counts = Counter(e.kind for e in events)
     kinds = [k for k in KINDS] + sorted(k for k in counts if k not in KINDS)
-    by_kind = " · ".join(f"{k} {counts[k]}" for k in kinds if counts[k] or k in KINDS)
+    by_kind = " · ".join(f"{inert(k)} {counts[k]}" for k in kinds if counts[k] or k in KINDS)
     lines = [f"steps:      {len(events)}  ({by_kind})"]
     errors = [e for e in events if not e.ok]
     if errors:
         first = errors[0]
-        where = f"step {first.seq} {first.kind} {first.name!r}"
+        where = f"step {first.seq} {inert(first.kind)} '{clip(first.name, None)}'"
         lines.append(f"errors:     {len(errors)}  (first: {where}: {error_line(first.error)})")
     else:
         lines.append("errors:     0")
@@ -72,14 +73,15 @@ def cost_lines(acc: Accounting, *, show_cost: bool, custom_prices: bool) -> list
         extra = f" ({acc.replayed_calls} served from the source trace)" if acc.replayed_calls else ""
         return [f"tokens & cost: no live llm steps{extra}"]
     title = "tokens & cost (estimated):" if show_cost else "tokens:"
-    name_width = max(20, *(len(m.model) for m in acc.per_model))
+    models = {m.model: clip(m.model, 60) for m in acc.per_model}  # recorded text: shown inert
+    name_width = max(20, *(len(shown) for shown in models.values()))
     header = f"  {'model':<{name_width}} {'calls':>6} {'input':>10} {'output':>10}"
     if show_cost:
         header += f" {'cost':>12}"
     lines = [title, header]
     for row in acc.per_model:
         line = (
-            f"  {row.model:<{name_width}} {row.calls:>6} "
+            f"  {models[row.model]:<{name_width}} {row.calls:>6} "
             f"{_tokens(row.input_tokens, row.calls_with_usage, row.calls_without_usage):>10} "
             f"{_tokens(row.output_tokens, row.calls_with_usage, row.calls_without_usage):>10}"
         )
@@ -104,7 +106,8 @@ def cost_lines(acc: Accounting, *, show_cost: bool, custom_prices: bool) -> list
         )
     if show_cost:
         for model in acc.unpriced_models:
-            lines.append(f"  n/a: no price known for {model}; pass --price {model}=IN/OUT (USD per 1M tokens)")
+            shown = clip(model, 60)
+            lines.append(f"  n/a: no price known for {shown}; pass --price {shown}=IN/OUT (USD per 1M tokens)")
         source = "built-in list prices" + (" and your overrides" if custom_prices else "")
         lines.append(
             f"  * cost is an ESTIMATE from {source} (USD per 1M tokens, table checked {PRICES_CHECKED}); "
