@@ -322,6 +322,26 @@ def test_big_images_and_the_size_budget(tmp_path: Path) -> None:
     assert "omitted" in page.data["trace"]["steps"][-1]["flags"]
 
 
+def test_deep_payloads_are_bounded_like_any_reader(tmp_path: Path) -> None:
+    from rewind.errors import TraceFormatError
+
+    path = record_trip(tmp_path / "run.rewind")
+    lines = path.read_bytes().splitlines(keepends=True)
+    padding = '"' + "p" * 70_000 + '"'
+    ok_depth, bad_depth = "[" * 150 + padding + "]" * 150, "[" * 5000 + "1" + "]" * 5000
+    lines[2] = lines[2].replace(b'"request":', b'"deep":' + ok_depth.encode() + b',"request":', 1)
+    path.write_bytes(b"".join(lines))
+    body = Parsed(render_report(path).html).bodies()[1]
+    inner = body["deep"]
+    for _ in range(150):
+        inner = inner[0]
+    assert inner["omitted"] == 60_000  # cut, and still 150 levels deep
+    lines[2] = lines[2].replace(b'"request":', b'"deeper":' + bad_depth.encode() + b',"request":', 1)
+    path.write_bytes(b"".join(lines))
+    with pytest.raises(TraceFormatError, match=r":3: .*nested deeper"):
+        render_report(path)
+
+
 def test_blob_traces_show_their_blobs(tmp_path: Path) -> None:
     image = png_data_url(size=64)
     path = tmp_path / "blobs.rewind"

@@ -78,12 +78,17 @@ class Embedder:
         if raw is not None and _as_stored(raw, limits, store):
             self.used += len(raw)
             return raw, False
-        if raw is not None:
-            data: Any = json.loads(raw)  # blob markers kept: resolved once per blob below
-        else:
-            data = event.to_dict()
         self._clipped = False
-        bounded = self._bound(data, store, None)
+        try:
+            if raw is None:
+                raise ValueError("no stored line")
+            # Blob markers kept: resolved once per blob, however many steps share one.
+            bounded = self._bound(json.loads(raw), store, None)
+        except (ValueError, RecursionError):
+            # An event in memory, or a line json cannot take (damaged, or nested deeper
+            # than any real payload): the trace's own reader reads it or says what is wrong.
+            self._clipped = False
+            bounded = self._bound(event.to_dict(), store, None)
         text = strict_json(bounded)
         self.used += len(text)
         if self._clipped:
@@ -124,7 +129,7 @@ class Embedder:
         key = (str(sha), f"{raw}:{media}")
         if key in self._blob_cache:
             cached = self._blob_cache[key]
-            if isinstance(cached, dict) and CLIP in cached:
+            if isinstance(cached, dict) and (CLIP in cached or self._left_out(cached)):
                 self._clipped = True
             return cached
         data = store.get(sha)  # verified against its sha; a bad blob is a TraceFormatError
@@ -138,6 +143,11 @@ class Embedder:
             result = self._string(data.decode("utf-8", "surrogatepass"), media)
         self._blob_cache[key] = result
         return result
+
+    def _left_out(self, value: dict[str, Any]) -> bool:
+        """An image reference whose image is not embedded."""
+        index = value.get(IMAGE)
+        return isinstance(index, int) and self.images[index] is None
 
     # -- images -----------------------------------------------------------------------
     def _image(self, text: str, media: str | None) -> dict[str, Any] | None:
