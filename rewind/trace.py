@@ -389,7 +389,7 @@ def _body_fields(raw: bytes) -> dict[str, Any]:
     except (IndexError, StopIteration):
         raise ValueError("the event line ends early") from None
     except JSONDecodeError as exc:
-        raise ValueError(str(exc)) from None
+        raise _safe.json_error(exc, end) from None
     if stop != len(text):
         raise ValueError(f"extra data after the event at column {end + stop + 1}")
     if _safe.maybe_deep(raw, _safe.MAX_DEPTH) and _safe.too_deep(body, _safe.MAX_DEPTH):
@@ -446,7 +446,7 @@ def _parse_head(raw: bytes, *, complete: bool) -> dict[str, Any]:
         if not complete:
             raise _Incomplete from None
         if isinstance(exc, JSONDecodeError):
-            raise ValueError(str(exc)) from None
+            raise _safe.json_error(exc, end) from None
         raise ValueError("the event line ends early") from None
     if not text.startswith(_REQUEST_KEY, stop):
         if not complete:
