@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+import wrapt
 from _litellm_support import (  # noqa: F401 - patched_litellm is a fixture
     API_KEY,
     EMBEDDING_MODEL,
@@ -186,7 +187,8 @@ def test_unpatch_restores_the_module_functions() -> None:
     unpatch = patch_litellm()  # a second consumer: the hooks stay until the last one leaves
     unpatch()
     assert litellm.completion is hooked
-    assert hasattr(litellm.completion, "__wrapped__") and hasattr(litellm.main.acompletion, "__wrapped__")
+    assert isinstance(litellm.completion, wrapt.FunctionWrapper)
+    assert isinstance(litellm.main.acompletion, wrapt.FunctionWrapper)
 
 
 def test_router_calls_are_recorded_and_replayed(stub: StubServer, trace_path: Path) -> None:
