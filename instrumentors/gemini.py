@@ -306,8 +306,9 @@ def dump_response(result: Any) -> Any:
 
 def _server_attributes(client: Any) -> dict[str, Any]:
     options = getattr(client, "_http_options", None)
-    try:
-        parts = urlsplit(str(getattr(options, "base_url", None) or ""))
+    base_url = options.get("base_url") if isinstance(options, Mapping) else getattr(options, "base_url", None)
+    try:  # a dict on 1.0, an HttpOptions model later
+        parts = urlsplit(str(base_url or ""))
     except ValueError:
         return {}
     attrs: dict[str, Any] = {}

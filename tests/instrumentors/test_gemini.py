@@ -127,11 +127,14 @@ def test_automatic_function_calling_is_one_step_per_model_turn(
 ) -> None:
     ran: list[str] = []
 
-    @rewind.tool
-    def get_weather(city: str) -> str:
+    def weather(city: str) -> str:
         """Weather for a city."""
         ran.append(city)
         return "sunny"
+
+    weather.__annotations__ = {"city": str, "return": str}  # 1.x cannot read string annotations
+    weather.__name__ = weather.__qualname__ = "get_weather"
+    get_weather = rewind.tool(weather)
 
     def agent(client: Any) -> Any:
         config = types.GenerateContentConfig(tools=[get_weather])
@@ -226,7 +229,10 @@ def test_stream_replays_chunks_of_the_sdks_type(client: Any, stub: StubServer, t
 
 def test_stream_with_function_call(client: Any, stub: StubServer, trace_path: Path) -> None:
     def agent() -> list[Any]:
-        return list(client.models.generate_content_stream(model=MODEL, contents="get_weather city=Rome", config=MANUAL))
+        # Declarations only (no Python callables): nothing for AFC to run. (1.0 streams nothing at all
+        # when AFC is disabled outright.)
+        config = types.GenerateContentConfig(tools=[WEATHER])
+        return list(client.models.generate_content_stream(model=MODEL, contents="get_weather city=Rome", config=config))
 
     with rewind.record(trace_path):
         live = agent()
@@ -262,16 +268,20 @@ def test_stream_aborted_early(client: Any, stub: StubServer, trace_path: Path) -
 
 
 def test_mid_stream_error_replays_after_the_same_chunks(client: Any, stub: StubServer, trace_path: Path) -> None:
-    def agent() -> tuple[list[Any], BaseException]:
+    def agent() -> tuple[list[Any], BaseException | None]:
         seen: list[Any] = []
-        with pytest.raises(errors.APIError) as info:
+        try:
             for chunk in client.models.generate_content_stream(model=MODEL, contents="x"):
                 seen.append(chunk)
-        return seen, info.value
+        except errors.APIError as exc:
+            return seen, exc
+        return seen, None
 
     stub.add_script({"text": "one two three four five", "stream_error_after": 2})
     with rewind.record(trace_path):
         live_seen, live_error = agent()
+    if live_error is None:  # 1.0 yields the in-band {"error": ...} chunk as a response
+        pytest.skip("this google-genai does not raise in-stream errors")
     (event,) = events(trace_path)
     assert not event.ok and len(event.get("stream")["chunks"]) == len(live_seen) > 0
     stub.stop()
@@ -384,7 +394,8 @@ def test_api_key_never_reaches_trace_or_spans(stub: StubServer, patched: None, t
             client.models.embed_content(model="text-embedding-004", contents="x")
     assert stub.requests[0].headers.get("x-goog-api-key") == API_KEY  # it did go on the wire
     assert API_KEY not in trace_path.read_text()
-    finished = spans.get_finished_spans()
+    # The calls' spans (the session's own invoke_agent span aside).
+    finished = [s for s in spans.get_finished_spans() if s.name != "invoke_agent"]
     assert len(finished) == 3
     assert API_KEY not in json.dumps([dict(s.attributes or {}) for s in finished], default=str)
     attrs = dict(finished[0].attributes or {})
