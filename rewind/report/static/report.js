@@ -148,12 +148,13 @@
     if (isObj(source) && typeof source[CLIP] === "string") return el("span", "imgnote", "image data cut short in this report");
     return el("span", "imgnote", "image");
   }
+  /* A thumbnail; a click shows it at full size (browsers refuse to open data: URLs in a tab). */
   function thumb(url) {
     var img = document.createElement("img");
     img.className = "thumb"; img.alt = "image from the trace"; img.src = url;
-    var link = document.createElement("a");
-    link.href = url; link.target = "_blank"; link.rel = "noopener";
-    return add(link, img);
+    img.title = "click to enlarge";
+    img.addEventListener("click", function () { img.classList.toggle("big"); });
+    return img;
   }
 
   /* Pretty JSON as coloured text nodes (never markup). Huge values fall back to plain text. */
