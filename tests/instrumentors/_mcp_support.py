@@ -89,5 +89,5 @@ async def offline() -> AsyncIterator[Any]:
     to_server, nowhere = anyio.create_memory_object_stream[Any](0)
     silence, from_server = anyio.create_memory_object_stream[Any](0)
     await nowhere.aclose()  # a request sent live fails at once instead of hanging
-    async with silence, mcp.ClientSession(from_server, to_server) as session:
+    async with silence, from_server, to_server, mcp.ClientSession(from_server, to_server) as session:
         yield session
