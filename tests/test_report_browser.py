@@ -114,6 +114,18 @@ def test_trace_report(page: Page, reports: dict[str, Path], tmp_path: Path) -> N
     assert "booking backend down" in click_step(page, 7)
     assert "Truncated stream" in click_step(page, 9)
     assert_not_blank(page, tmp_path / "trace.png")
+    # A click on a bar of the timeline opens that step.
+    x, y = page.evaluate(
+        """(() => {
+            const steps = JSON.parse(document.getElementById('rw-data').textContent).trace.steps;
+            const total = Math.max(...steps.map(s => s.t + s.d)), s = steps[8];
+            const box = document.querySelector('.rw-timeline canvas').getBoundingClientRect();
+            return [box.left + (s.t + s.d / 2) / total * box.width, box.top + 18 + 8];
+        })()"""
+    )
+    for kind in ("mousePressed", "mouseReleased"):
+        page.send("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1})
+    page.wait_until("document.querySelector('#rw-detail .rw-step[data-step=\"8\"]') !== null")
     # Filters: search (over bodies too), kind, errors only.
     assert search(page, "food") == "1 of 10 steps" and visible_steps(page) == [6]
     assert search(page, "") == "10 steps"
