@@ -68,6 +68,9 @@ def command(
 
         if os.path.isdir(html_path):
             raise CliError(f"{html_path}: is a directory; pass the HTML file to write with --html")
-        report = write_diff_report(trace_a, trace_b, html_path, diff=diff, inline=inline)
+        try:
+            report = write_diff_report(trace_a, trace_b, html_path, diff=diff, inline=inline)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
         out.echo(describe(html_path, report.size, f"{len(diff.entries)} aligned rows", report.note()), err=True)
     ctx.exit(EXIT_DIVERGED if diff.diverged else EXIT_SAME)

@@ -98,5 +98,8 @@ def command(
     if os.path.isdir(target):
         raise CliError(f"{target}: is a directory; pass the HTML file to write with -o")
     limits = Limits(max_bytes=int(max_size * 1024 * 1024))
-    report = write_report(trace, target, inline=inline, limits=limits, prices=table or None, title=title)
+    try:
+        report = write_report(trace, target, inline=inline, limits=limits, prices=table or None, title=title)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     out.echo(describe(target, report.size, f"{report.steps} steps", report.note()))

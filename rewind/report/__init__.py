@@ -69,6 +69,14 @@ class Report:
         return target
 
 
+def _check_target(path: PathLike, *traces: Trace) -> None:
+    """Refuse to write a report over one of the traces it shows."""
+    target = os.fspath(path)
+    for trace in traces:
+        if trace.path is not None and os.path.exists(target) and os.path.samefile(target, trace.path):
+            raise ValueError(f"{target} is the trace being reported on; write the report to another file")
+
+
 def _limits(inline: bool, limits: Limits | None) -> Limits:
     if inline:
         return Limits.unlimited()
@@ -128,7 +136,9 @@ def write_report(
     title: str | None = None,
 ) -> Report:
     """Write the report of ``trace`` to ``path`` (see ``render_report``) and return it."""
-    report = render_report(trace, inline=inline, limits=limits, prices=prices, title=title)
+    opened = _open(trace)
+    _check_target(path, opened)
+    report = render_report(opened, inline=inline, limits=limits, prices=prices, title=title)
     report.write(path)
     return report
 
@@ -169,7 +179,9 @@ def write_diff_report(
     prices: Mapping[str, ModelPrice] | None = None,
 ) -> Report:
     """Write the diff report of A and B to ``path`` (see ``render_diff_report``) and return it."""
-    report = render_diff_report(a, b, exact=exact, diff=diff, inline=inline, limits=limits, prices=prices)
+    trace_a, trace_b = _open(a), _open(b)
+    _check_target(path, trace_a, trace_b)
+    report = render_diff_report(trace_a, trace_b, exact=exact, diff=diff, inline=inline, limits=limits, prices=prices)
     report.write(path)
     return report
 

@@ -69,10 +69,13 @@ def test_report_bad_input(run_cli, input_error, tmp_path: Path) -> None:
     input_error(run_cli("report", tmp_path / "notes.txt"), "not a rewind trace")
     trace = record_trip(tmp_path / "run.rewind")
     input_error(run_cli("report", trace, "-o", tmp_path), "is a directory")
+    before = trace.read_bytes()
+    input_error(run_cli("report", trace, "-o", trace), "is the trace being reported on")
+    assert trace.read_bytes() == before
     assert not list(tmp_path.glob("*.html"))
 
 
-def test_diff_html(run_cli, tmp_path: Path) -> None:
+def test_diff_html(run_cli, input_error, tmp_path: Path) -> None:
     a = record_trip(tmp_path / "a.rewind")
     b = record_trip(tmp_path / "b.rewind", extra_search=True)
     result = run_cli("diff", a, b, "--html", tmp_path / "d.html")
@@ -82,6 +85,7 @@ def test_diff_html(run_cli, tmp_path: Path) -> None:
     data = page_data(tmp_path / "d.html")
     assert data["view"] == "diff" and data["first"] is not None
     assert data["rows"][data["first"]]["op"] in ("changed", "inserted")
+    input_error(run_cli("diff", a, b, "--html", b), "is the trace being reported on")
     same = run_cli("diff", a, a, "--html", tmp_path / "same.html", "--inline")
     assert same.returncode == 0 and page_data(tmp_path / "same.html")["first"] is None
 
