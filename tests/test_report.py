@@ -371,6 +371,25 @@ def test_blob_traces_show_their_blobs(tmp_path: Path) -> None:
     assert body["request"]["messages"][0]["content"][1]["text"] == "turn 2 " + "y" * 500
 
 
+def test_a_big_image_in_a_blob_says_where_it_is(tmp_path: Path) -> None:
+    big = "data:image/png;base64," + base64.b64encode(b"\x89PNG" + bytes(700_000)).decode()
+    path = tmp_path / "big.rewind"
+
+    @rewind.llm(name="vision")
+    def vision(**request: Any) -> dict[str, Any]:
+        return {"model": "gpt-4o", "choices": [{"message": {"role": "assistant", "content": "seen"}}]}
+
+    with rewind.record(path, externalize=1000):
+        vision(
+            model="gpt-4o", messages=[{"role": "user", "content": [{"type": "image_url", "image_url": {"url": big}}]}]
+        )
+    page = Parsed(render_report(path).html)
+    ref = page.bodies()[0]["request"]["messages"][0]["content"][0]["image_url"]["url"]
+    sha = hashlib.sha256(big.encode()).hexdigest()
+    assert ref == {IMAGE: 0, "bytes": len(big[22:]) * 3 // 4, "type": "image/png", "blob": f"big.rewind.blobs/{sha}"}
+    assert page.images == [None]
+
+
 # -- diffs -------------------------------------------------------------------------------
 
 

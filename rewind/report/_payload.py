@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import os
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -141,6 +142,9 @@ class Embedder:
             )
         else:
             result = self._string(data.decode("utf-8", "surrogatepass"), media)
+            if isinstance(result, dict) and self._left_out(result):
+                # Say where the full image is: beside the trace, in its blob folder.
+                result = {**result, "blob": os.path.join(os.path.basename(store.directory), str(sha))}
         self._blob_cache[key] = result
         return result
 

@@ -131,7 +131,8 @@
     if (isObj(source) && source[IMAGE] !== undefined) {
       var url = IMAGES[source[IMAGE]];
       if (typeof url === "string" && DATA_IMAGE.test(url)) return thumb(url);
-      return el("span", "imgnote", "image " + (source.type || "") + " " + fmtBytes(source.bytes || 0) + " not embedded (too big for this report; --inline embeds it)");
+      var where = typeof source.blob === "string" ? "; the trace keeps it in " + source.blob : "";
+      return el("span", "imgnote", "image " + (source.type || "") + " " + fmtBytes(source.bytes || 0) + " not embedded (too big for this report; --inline embeds it" + where + ")");
     }
     if (typeof source === "string") {
       if (DATA_IMAGE.test(source)) return thumb(source);
