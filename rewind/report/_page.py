@@ -72,10 +72,43 @@ def json_bytes(value: Any) -> bytes:
 
 
 def lines_block(lines: list[bytes]) -> bytes:
-    """Step bodies as JSON lines, script-safe. A carriage return would be turned into a
+    """Step bodies as JSON lines, script-safe.
+
+    Lines stored as they were recorded may hold what ``JSON.parse`` or a UTF-8 page
+    refuses: NaN and Infinity (Python's json writes them) and lone surrogates (written
+    as surrogate-escaped bytes). One scan over all lines finds none in almost every
+    trace; the lines that do are re-encoded. A carriage return would be turned into a
     line feed by the HTML parser and shift every later step; outside a JSON string it is
-    whitespace, inside one it was never valid JSON, so a space replaces it."""
-    return script_safe(b"\n".join(lines).replace(b"\r", b" "))
+    whitespace, inside one it was never valid JSON, so a space replaces it.
+    """
+    joined = b"\n".join(lines)
+    valid = _is_utf8(joined)
+    if not valid or b"NaN" in joined or b"Infinity" in joined:
+        fixed = [_strict_line(line) if not valid or b"NaN" in line or b"Infinity" in line else line for line in lines]
+        joined = b"\n".join(fixed)
+    return script_safe(joined.replace(b"\r", b" "))
+
+
+def _strict_line(line: bytes) -> bytes:
+    if b"NaN" not in line and b"Infinity" not in line and _is_utf8(line):
+        return line
+    try:
+        text = line.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        text = line.decode("utf-8", "replace")
+    try:
+        return strict_json(json.loads(text))
+    except ValueError:
+        # A damaged line stays readable as text; the page says it is not JSON when opened.
+        return text.encode("utf-8", "backslashreplace")
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _hash(source: str) -> str:

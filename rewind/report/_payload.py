@@ -187,50 +187,11 @@ class Embedder:
 
 def _as_stored(raw: bytes, limits: Limits, store: _blobs.BlobStore | None) -> bool:
     """Whether a stored line can go into the page as it is (small, no blob markers).
-    NaN and Infinity are checked over all lines at once, by ``strict_lines``."""
+    NaN, Infinity and lone surrogates are dealt with over all lines at once, by
+    ``_page.lines_block``."""
     if limits.max_line is not None and len(raw) > limits.max_line:
         return False
     return store is None or _blobs.BLOB_MARKER not in raw
-
-
-def strict_lines(lines: list[bytes]) -> None:
-    """Re-encode, in place, the lines ``JSON.parse`` or the page's UTF-8 would refuse:
-    NaN and Infinity (Python's json writes them) and lone surrogates (which a recording
-    writes as surrogate-escaped bytes). One scan over all lines finds none in almost
-    every trace."""
-    joined = b"\n".join(lines)
-    try:
-        joined.decode("utf-8")
-        valid = True
-    except UnicodeDecodeError:
-        valid = False
-    if valid and b"NaN" not in joined and b"Infinity" not in joined:
-        return
-    for index, line in enumerate(lines):
-        if b"NaN" in line or b"Infinity" in line or not valid:
-            lines[index] = _strict_line(line)
-
-
-def _strict_line(line: bytes) -> bytes:
-    if b"NaN" not in line and b"Infinity" not in line and _is_utf8(line):
-        return line
-    try:
-        text = line.decode("utf-8", "surrogatepass")
-    except UnicodeDecodeError:
-        text = line.decode("utf-8", "replace")
-    try:
-        return strict_json(json.loads(text))
-    except ValueError:
-        # A damaged line stays readable as text; the page says it is not JSON when opened.
-        return text.encode("utf-8", "backslashreplace")
-
-
-def _is_utf8(line: bytes) -> bool:
-    try:
-        line.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _media_type(value: dict[str, Any]) -> str | None:
@@ -255,4 +216,4 @@ def _data_url(media: str, payload: str) -> str | None:
     return f"data:{'image/jpeg' if media == 'image/jpg' else media};base64,{compact}"
 
 
-__all__ = ["CLIP", "IMAGE", "Embedder", "Limits", "strict_lines"]
+__all__ = ["CLIP", "IMAGE", "Embedder", "Limits"]

@@ -16,7 +16,7 @@ from .. import blobs as _blobs
 from .._preview import error_line, model_of, outcome, stream_text
 from ..accounting import PRICES_CHECKED, ModelPrice, account, price_for, usage_of
 from ..trace import BLOBS_FORMAT_VERSION, Event, Trace
-from ._payload import Embedder, Limits, strict_lines
+from ._payload import Embedder, Limits
 
 _SUMMARY = 240
 _STREAMED = 20_000
@@ -145,7 +145,6 @@ def build_section(
             rows[index]["flags"].append("omitted")
         elif clipped:
             rows[index]["flags"].append("clipped")
-    strict_lines(bodies)
 
     usage = account(Trace(tallied, header=trace.header, path=trace.path), prices=prices)
     timed = [i for i, t in enumerate(ts) if t > 0]
