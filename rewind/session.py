@@ -30,6 +30,7 @@ from .errors import (
 from .exporters.rewind_file import RewindSpanExporter
 from .matching import Matcher, resolve_matcher
 from .replay import ReplaySpanProcessor
+from .telemetry import RunSpan
 from .trace import BLOBS_FORMAT_VERSION, Event, PathLike, Trace, TraceWriter, check_threshold, new_header
 
 if TYPE_CHECKING:
@@ -118,6 +119,7 @@ class Session:
         self._thread = threading.current_thread()
         self._warned_threadless = False
         self._entered = False
+        self._run_span = RunSpan(None, None)
         self._owners: dict[tuple[str, str], str] = {}
         self._collided: set[tuple[str, str]] = set()
         self.trace = Trace(path=self.path)
@@ -144,6 +146,7 @@ class Session:
             raise RewindError("a rewind session can be entered only once; call record()/replay() again")
         self._entered = True
         self._open()
+        self._run_span = RunSpan.open(self.mode, self.path)  # one run, one trace in a backend
         self._token = _ACTIVE.set(self)
         _OPEN.add(self)
         return self
@@ -158,6 +161,7 @@ class Session:
             except ValueError:  # exited in another context (e.g. a different task)
                 _ACTIVE.set(None)
             self._token = None
+        self._run_span.close(exc)
         self._close(keep=exc_type is None)
         if exc_type is None:
             self._check_consumption()

@@ -11,11 +11,13 @@ router, installed once per provider, hands each span to the session that made it
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
@@ -116,6 +118,53 @@ class _TracerSource:
 
 
 TRACERS = _TracerSource()
+
+#: The GenAI operation of the span that holds a whole run.
+RUN_OPERATION = "invoke_agent"
+
+
+class RunSpan:
+    """The root span of a session's run, so every step of one run is one trace in a backend.
+
+    Opened when a session starts with no span active (a span the application opened
+    already groups the steps, and stays their parent). Named per the GenAI conventions
+    for an agent invocation (``invoke_agent``); it ends when the session ends. Replays
+    get one too, so a replayed run sits in the backend the same way as the live one.
+    """
+
+    __slots__ = ("_span", "_token")
+
+    def __init__(self, span: trace_api.Span | None, token: object | None) -> None:
+        self._span = span
+        self._token = token
+
+    @classmethod
+    def open(cls, mode: str, path: str) -> RunSpan:
+        if trace_api.get_current_span().get_span_context().is_valid or not TRACERS.observed():
+            # Under the application's span already, or nobody could see it: costs nothing.
+            return cls(None, None)
+        attributes = {
+            "gen_ai.operation.name": RUN_OPERATION,
+            "rewind.mode": mode,
+            "rewind.trace": os.path.basename(path),
+        }
+        span = TRACERS.tracer().start_span(RUN_OPERATION, kind=trace_api.SpanKind.INTERNAL, attributes=attributes)
+        token = context_api.attach(trace_api.set_span_in_context(span))
+        return cls(span, token)
+
+    def close(self, error: BaseException | None = None) -> None:
+        span, token = self._span, self._token
+        self._span = self._token = None
+        if span is None:
+            return
+        # Detach only where it was attached: in another context (a session ended by another
+        # task) OpenTelemetry would log a failed detach; the span ends either way.
+        if token is not None and trace_api.get_current_span() is span:
+            context_api.detach(token)  # type: ignore[arg-type]
+        if error is not None:
+            span.record_exception(error)
+            span.set_status(trace_api.Status(trace_api.StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+        span.end()
 
 
 def usage_attributes(response: Any) -> dict[str, Any]:

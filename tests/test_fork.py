@@ -122,7 +122,7 @@ def test_fork_works_with_every_matcher(recorded: Path, tmp_path: Path, match: st
 
 def test_fuzzy_fork_serves_an_approximate_prefix_and_goes_live_for_good_on_a_miss(recorded: Path) -> None:
     with pytest.warns(rewind.FuzzyMatchWarning, match="step 0"), pytest.warns(
-        rewind.UnconsumedEventsWarning, match=r"steps 2\)"
+        rewind.UnconsumedEventsWarning, match=r"step 2\)"
     ), rewind.fork(recorded, at=3, match="fuzzy") as session:
         assert model("plan research on the tides") == "model says: plan research on tides"
         tool("tides sources")
@@ -148,7 +148,7 @@ def test_parallel_fork_serves_prefix_calls_that_arrive_after_live_ones(recorded:
 
 
 def test_parallel_fork_reports_prefix_steps_never_asked_for(recorded: Path) -> None:
-    leftover = pytest.warns(rewind.UnconsumedEventsWarning, match=r"1 recorded event\(s\) never served \(steps 1\)")
+    leftover = pytest.warns(rewind.UnconsumedEventsWarning, match=r"1 recorded step never served \(step 1\)")
     with leftover, rewind.fork(recorded, at=3, match="parallel"):
         model("plan research on tides")
         tool("tides statistics")

@@ -184,7 +184,7 @@ def test_fuzzy_never_rewinds_to_a_served_event(trace_path: Path) -> None:
 def test_fuzzy_skips_a_removed_step_with_a_warning_and_reports_it_unconsumed(trace_path: Path) -> None:
     _record(trace_path, TRIP)
     with pytest.warns(rewind.FuzzyMatchWarning, match=r"passing over unserved step\(s\) 1\b"), pytest.warns(
-        rewind.UnconsumedEventsWarning, match=r"1 recorded event\(s\) never served \(steps 1\)"
+        rewind.UnconsumedEventsWarning, match=r"1 recorded step never served \(step 1\)"
     ), rewind.replay(trace_path, match="fuzzy"):
         chat(TRIP[0][1])
         search(TRIP[2][1])  # the refactored agent no longer searches hotels

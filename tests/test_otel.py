@@ -88,7 +88,8 @@ def test_without_opentelemetry_configured_rewind_uses_its_own_provider(run_pytho
     assert not out["global_is_sdk"]  # the global provider was never hijacked
     assert_full_payloads(trace_path)
     names = [s["name"] for s in out["spans"]]
-    assert names == ["chat gpt-test", "execute_tool search", "chat gpt-test", "execute_tool search"]
+    # Each session's steps end inside the run's root span (GenAI invoke_agent), which ends last.
+    assert names == ["chat gpt-test", "execute_tool search", "invoke_agent"] * 2
 
 
 def test_with_the_applications_provider_the_same_spans_reach_its_exporters(run_python, trace_path: Path) -> None:
@@ -165,5 +166,67 @@ def test_a_replay_nobody_observes_builds_no_spans_until_someone_listens(run_pyth
     out = json.loads(result.stdout.strip().splitlines()[-1])
     assert out["before"] is False and out["after"] is True
     assert out["same"] and out["cursors"] == [1, 1]
-    (span,) = out["spans"]
+    (span,) = [s for s in out["spans"] if "rewind.kind" in s]
     assert span["rewind.replayed"] is True and span["rewind.replayed_step"] == 0
+    assert [s["gen_ai.operation.name"] for s in out["spans"]].count("invoke_agent") == 1  # its run's root
+
+
+RUNS = r"""
+import json, os
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+import rewind
+
+memory = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(memory))
+trace.set_tracer_provider(provider)
+
+@rewind.llm
+def model(**request):
+    return {"content": "ok " + request["q"]}
+
+@rewind.tool
+def search(query):
+    return [query]
+
+def agent():
+    model(q="plan")
+    search("flights")
+    model(q="answer")
+
+path = os.environ["TRACE"]
+with rewind.record(path):
+    agent()
+with rewind.replay(path):
+    agent()
+with trace.get_tracer("app").start_as_current_span("app request"):
+    with rewind.replay(path):
+        agent()
+print(json.dumps([
+    {"name": s.name, "trace_id": s.context.trace_id, "span_id": s.context.span_id,
+     "parent": s.parent.span_id if s.parent else None, "attributes": dict(s.attributes)}
+    for s in memory.get_finished_spans()
+]))
+"""
+
+
+def test_one_run_is_one_trace(run_python, trace_path: Path) -> None:
+    result = run_python(RUNS, env={"TRACE": str(trace_path)})
+    assert result.returncode == 0, result.stderr
+    spans = json.loads(result.stdout.strip().splitlines()[-1])
+    roots = [s for s in spans if s["name"] == "invoke_agent"]
+    # Recording and the first replay got a root each; the replay under the app's span did not.
+    assert len(roots) == 2
+    assert [r["attributes"]["rewind.mode"] for r in roots] == ["record", "replay"]
+    assert all(r["parent"] is None and r["attributes"]["gen_ai.operation.name"] == "invoke_agent" for r in roots)
+    assert roots[0]["trace_id"] != roots[1]["trace_id"]
+    for root in roots:
+        steps = [s for s in spans if s["trace_id"] == root["trace_id"] and s is not root]
+        assert sorted(s["attributes"]["rewind.kind"] for s in steps) == ["llm", "llm", "tool"]
+        assert all(s["parent"] == root["span_id"] for s in steps)  # every step nests under the run
+    app = next(s for s in spans if s["name"] == "app request")
+    under_app = [s for s in spans if s["trace_id"] == app["trace_id"] and s is not app]
+    assert len(under_app) == 3 and all(s["parent"] == app["span_id"] for s in under_app)

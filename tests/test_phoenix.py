@@ -198,7 +198,7 @@ def test_spans_reach_phoenix_and_the_trace_file_replays(phoenix: Phoenix, tmp_pa
     [event] = rewind.Trace.load(path).events
     assert event.request["messages"][1]["content"] == "find me a flight"
 
-    spans = phoenix.wait_for_spans(project, 2)
+    spans = phoenix.wait_for_spans(project, 4)  # each run: its root span (invoke_agent) and the call
     llm = sorted((s for s in spans if s["attributes"].get("rewind.kind") == "llm"), key=lambda s: s["start_time"])
     assert len(llm) == 2, spans
     recorded, replayed = llm
@@ -233,3 +233,7 @@ def test_spans_reach_phoenix_and_the_trace_file_replays(phoenix: Phoenix, tmp_pa
     assert replayed["attributes"]["rewind.mode"] == "replay"
     assert replayed["attributes"]["gen_ai.response.id"] == recorded["attributes"]["gen_ai.response.id"]
     assert replayed["context"]["trace_id"] != recorded["context"]["trace_id"]
+    # One run, one trace: each call nests under its run's invoke_agent span.
+    roots = {s["context"]["trace_id"]: s for s in spans if s["name"] == "invoke_agent"}
+    for span in (recorded, replayed):
+        assert span["parent_id"] == roots[span["context"]["trace_id"]]["context"]["span_id"]

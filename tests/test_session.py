@@ -99,7 +99,7 @@ def test_unconsumed_events_warn_or_fail(trace_path: Path) -> None:
     with rewind.record(trace_path):
         model(prompt="one")
         model(prompt="two")
-    with pytest.warns(rewind.UnconsumedEventsWarning, match="1 recorded event"), rewind.replay(trace_path):
+    with pytest.warns(rewind.UnconsumedEventsWarning, match="1 recorded step never served"), rewind.replay(trace_path):
         model(prompt="one")
     strict = rewind.replay(trace_path, require_full_consumption=True)
     with pytest.raises(rewind.RewindError, match="require_full_consumption"), strict:
