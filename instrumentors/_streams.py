@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import wrapt
 
-from rewind.errors import RedactionError
+from rewind.errors import RedactionError, TraceWriteError
 
 from ._stainless import sse_chunks
 
@@ -84,8 +84,8 @@ class RecordEngine:
                 attributes=provider.response_attributes(self.surface, summary),
                 converted=True,
             )
-        except RedactionError:
-            raise  # recorded as the step; the agent's read ends with it (close paths swallow it)
+        except (RedactionError, TraceWriteError):
+            raise  # the agent's read ends with it (close paths swallow it)
         except Exception:  # finishing must never break the agent's read
             call.abandon()
 

@@ -87,8 +87,9 @@ from typing import Any, TypedDict
 
 import wrapt
 
+from rewind._http_error import without_secrets
 from rewind.core import Call, begin_call
-from rewind.errors import PatchGapWarning, RedactionError, ReviveFallbackWarning
+from rewind.errors import PatchGapWarning, RedactionError, ReviveFallbackWarning, TraceWriteError
 from rewind.session import current_session, warn_if_threadless
 
 from ._errors import error_record, revive_error
@@ -223,6 +224,11 @@ class Provider:
         for key, value in kwargs.items():
             if key in transport or (sentinels and isinstance(value, sentinels)):
                 continue
+            if key == "extra_query" and isinstance(value, Mapping):
+                # ?key=... / ?api_key=...: a credential is transport, never identity or trace data.
+                value = without_secrets(value)
+                if not value:
+                    continue
             out[key] = schema_of(value) if isinstance(value, type) else value
         if args:
             out["args"] = list(args)
@@ -401,8 +407,8 @@ class _Invocation:
         try:
             error = self.surface.provider.error_record(exc) if isinstance(exc, Exception) else None
             self.call.fail(exc, error=error)
-        except RedactionError:
-            raise  # the user's redactor failed: recorded as the step, and the agent sees it too
+        except (RedactionError, TraceWriteError):
+            raise  # the user's redactor failed, or the step could not be written: the agent is told
         except Exception:  # the agent's exception matters, not ours
             self.call.abandon(exc)
 
@@ -410,8 +416,8 @@ class _Invocation:
         """Record a live result; may return a recording proxy in its place."""
         try:
             return self._adopt(result)
-        except RedactionError:
-            raise  # the user's redactor failed: recorded as the step, and the agent sees it too
+        except (RedactionError, TraceWriteError):
+            raise  # the user's redactor failed, or the step could not be written: the agent is told
         except Exception:  # bookkeeping failed: keep the agent's result
             self.call.abandon()
             return result

@@ -35,13 +35,24 @@ _SECRET_SUFFIXES = ("-key", "-token", "-secret", "-password", "-credentials")
 _SECRET_PARTS = ("authorization", "cookie", "api-key", "apikey")
 
 
+#: Query parameter (and header) names that carry a credential on their own.
+_SECRET_NAMES = frozenset({"key", "token", "auth", "sig", "signature", "password", "secret", "credentials"})
+
+
 def is_secret_header(name: str) -> bool:
-    lowered = name.lower()
+    """A header (or query parameter) name that carries a credential: never recorded."""
+    lowered = name.lower().replace("_", "-")
     return (
         lowered in SECRET_HEADERS
+        or lowered in _SECRET_NAMES
         or lowered.endswith(_SECRET_SUFFIXES)
         or any(part in lowered for part in _SECRET_PARTS)
     )
+
+
+def without_secrets(params: Mapping[Any, Any]) -> dict[Any, Any]:
+    """``params`` (query parameters, say) minus the entries named like credentials."""
+    return {key: value for key, value in params.items() if not is_secret_header(str(key))}
 
 
 def keep_headers(headers: Any) -> dict[str, str]:

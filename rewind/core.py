@@ -334,12 +334,38 @@ class Call:
         self, exc: BaseException, record: Mapping[str, Any], extra: Mapping[str, Any] | None = None
     ) -> Event:
         if self._annotating:
-            self.span.record_exception(exc)
-            self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:256]))
-            self.span.set_attributes(self._end_attributes(extra={"error.type": type(exc).__qualname__}))
+            self._annotate_error(exc, record)
         event = self._event(error=record, extra=extra)
         self._commit(event)
         return event
+
+    def _annotate_error(self, exc: BaseException, record: Mapping[str, Any] | None = None) -> None:
+        """The exception on the span: as OpenTelemetry records it, or, under ``redact=``,
+        only its type and its message as redacted (a stack trace ends with the raw
+        message and chains its causes', so it is not exported)."""
+        if self.session.redact is None:
+            self.span.record_exception(exc)
+            self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:256]))
+        else:
+            message = self._redacted_message(exc, record)
+            self.span.add_event(
+                "exception",
+                {"exception.type": type(exc).__qualname__, "exception.message": message, "exception.escaped": "False"},
+            )
+            self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {message}"[:256]))
+        self.span.set_attributes(self._end_attributes(extra={"error.type": type(exc).__qualname__}))
+
+    def _redacted_message(self, exc: BaseException, record: Mapping[str, Any] | None) -> str:
+        """``exc``'s message through ``redact=`` (the recorded error's, when there is one)."""
+        redact = self.session.redact
+        assert redact is not None
+        if record is None:
+            try:
+                record = redact(encode_error(exc))
+            except Exception:
+                record = None
+        message = record.get("message") if isinstance(record, Mapping) else None
+        return message if isinstance(message, str) else "(message withheld: redact= could not scrub it)"
 
     # -- redaction ------------------------------------------------------------------
     def redacted(self, data: Any, what: str) -> Any:
@@ -447,9 +473,7 @@ class Call:
             return
         self._ended = True
         if self._annotating:
-            self.span.record_exception(exc)
-            self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:256]))
-            self.span.set_attributes(self._end_attributes(extra={"error.type": type(exc).__qualname__}))
+            self._annotate_error(exc)
         self.span.end()
 
     def abandon(self, exc: BaseException | None = None) -> None:

@@ -138,6 +138,41 @@ def test_a_failed_blob_write_leaves_no_temporary_file(run_python, trace_path: Pa
     assert [e.seq for e in trace] == [0, 1, 3, 5]
 
 
+SDK_RECORDER = """
+import os, resource, signal
+import openai
+import rewind
+from rewind.errors import TraceWriteError
+from rewind.integrations import patch_openai
+from rewind.stub_server import StubServer
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+patch_openai()
+path = os.environ["TRACE"]
+with StubServer() as server, openai.OpenAI(base_url=server.openai_base_url, api_key="k", max_retries=0) as client:
+    def ask(text):
+        return client.chat.completions.create(model="m", messages=[{"role": "user", "content": text}])
+    with rewind.record(path):
+        ask("one")
+        soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (os.path.getsize(path) + 2500, hard))
+        try:
+            ask("long " * 2000)
+            print("big ok")
+        except TraceWriteError as exc:
+            print("big TraceWriteError", exc.step)
+        print("small", ask("two").choices[0].message.content is not None)
+"""
+
+
+def test_an_sdk_call_whose_step_could_not_be_written_raises_too(run_python, trace_path: Path) -> None:
+    pytest.importorskip("openai")
+    result = run_python(SDK_RECORDER, env={"TRACE": str(trace_path)})
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["big TraceWriteError 1", "small True"]
+    assert [e.seq for e in Trace.load(trace_path)] == [0, 2]
+
+
 @pytest.fixture
 def tiny_disk(tmp_path: Path) -> Iterator[Path]:
     """A 1 MiB tmpfs (needs root and a kernel that lets this container mount)."""

@@ -1,0 +1,270 @@
+"""Secrets stay where ``redact=`` puts them: not in trace files, blobs or any exported span.
+
+Each scenario runs in a fresh interpreter (the global tracer provider can be set once
+per process) with a real ``TracerProvider``, an in-memory exporter and GenAI content
+capture on, against the loopback stub server with the real SDK clients. The test then
+byte-scans every file the run wrote and every exported span for every key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+import rewind
+from rewind.trace import Trace
+
+KEYS = {
+    "client": "sk-client-KEY-1111111111111111",
+    "default_header": "sk-default-header-KEY-2222222222",
+    "call_header": "sk-call-header-KEY-333333333333",
+    "azure": "azure-api-KEY-44444444444444444",
+    "default_query": "query-default-KEY-555555555555",
+    "call_query": "query-call-KEY-66666666666666666",
+    "anthropic": "sk-ant-KEY-7777777777777777777",
+    "anthropic_header": "sk-ant-header-KEY-88888888888",
+    "echoed": "sk-echoed-by-server-KEY-99999999",
+}
+
+SPANS = r"""
+import json
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+memory = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(memory))
+trace.set_tracer_provider(provider)
+
+def dump_spans():
+    out = []
+    for span in memory.get_finished_spans():
+        attributes = {k: v if isinstance(v, (str, int, float, bool)) else list(v)
+                      for k, v in (span.attributes or {}).items()}
+        events = [{"name": e.name, "attributes": {k: str(v) for k, v in (e.attributes or {}).items()}}
+                  for e in span.events]
+        status = [span.status.status_code.name, span.status.description]
+        out.append({"name": span.name, "attributes": attributes, "status": status, "events": events})
+    return out
+"""
+
+PROVIDERS = (
+    SPANS
+    + r"""
+import os, sys
+import anthropic, openai
+import rewind
+from rewind.integrations import patch_anthropic, patch_openai
+from rewind.stub_server import StubServer
+
+KEYS = json.loads(os.environ["KEYS"])
+patch_openai(); patch_anthropic()
+path = os.environ["TRACE"]
+echo = {  # a proxy that echoes credentials back in its error response headers
+    "authorization": "Bearer " + KEYS["echoed"], "x-api-key": KEYS["echoed"], "api-key": KEYS["echoed"],
+    "set-cookie": "session=" + KEYS["echoed"], "x-forwarded-authorization": KEYS["echoed"],
+    "x-echo-token": KEYS["echoed"], "retry-after": "0",
+}
+messages = [{"role": "user", "content": "hello"}]
+
+def agent(server):
+    oa = openai.OpenAI(
+        base_url=server.openai_base_url, api_key=KEYS["client"], max_retries=0,
+        default_headers={"x-custom-auth": KEYS["default_header"]},
+        default_query={"key": KEYS["default_query"]},
+    )
+    oa.chat.completions.create(model="gpt-4o-mini", messages=messages,
+                               extra_headers={"authorization": "Bearer " + KEYS["call_header"]},
+                               extra_query={"api_key": KEYS["call_query"]})
+    list(oa.chat.completions.create(model="gpt-4o-mini", messages=messages, stream=True))
+    oa.chat.completions.with_raw_response.create(model="gpt-4o-mini", messages=messages)
+    oa.embeddings.create(model="text-embedding-3-small", input="e")
+    server.fail_next(429, headers=echo)
+    try:
+        oa.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "err"}])
+    except openai.RateLimitError:
+        pass
+    azure = openai.AzureOpenAI(api_key=KEYS["azure"], api_version="2024-06-01",
+                               base_url=server.openai_base_url, max_retries=0)
+    try:
+        azure.chat.completions.create(model="gpt-4o-mini", messages=messages)
+    except openai.APIError:
+        pass  # the stub may not route Azure's deployment paths: an error is recorded too
+    claude = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key=KEYS["anthropic"], max_retries=0,
+                                 default_headers={"x-api-key-extra": KEYS["anthropic_header"]})
+    claude.messages.create(model="claude-stub", max_tokens=64, messages=messages)
+    with claude.messages.stream(model="claude-stub", max_tokens=64, messages=messages) as stream:
+        stream.get_final_message()
+    server.fail_next(529, headers=echo)
+    try:
+        claude.messages.create(model="claude-stub", max_tokens=64, messages=[{"role": "user", "content": "err"}])
+    except anthropic.APIStatusError:
+        pass
+
+with StubServer() as server:
+    with rewind.record(path, externalize=64):
+        agent(server)
+    recorded = len(memory.get_finished_spans())
+    with rewind.replay(path):
+        agent(server)
+print(json.dumps({"recorded": recorded, "spans": dump_spans()}))
+"""
+)
+
+
+def _scan(paths: list[Path], spans: str, secrets: dict[str, str]) -> dict[str, list[str]]:
+    hits: dict[str, list[str]] = {}
+    for name, secret in secrets.items():
+        needle = secret.encode()
+        for path in paths:
+            if needle in path.read_bytes():
+                hits.setdefault(name, []).append(str(path))
+        if secret in spans:
+            hits.setdefault(name, []).append("spans")
+    return hits
+
+
+def _written(directory: Path) -> list[Path]:
+    return [p for p in directory.rglob("*") if p.is_file()]
+
+
+def test_keys_in_every_place_reach_no_file_and_no_span(run_python, tmp_path: Path) -> None:
+    pytest.importorskip("openai")
+    pytest.importorskip("anthropic")
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {
+        "TRACE": str(out / "run.rewind"),
+        "KEYS": json.dumps(KEYS),
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true",
+    }
+    result = run_python(PROVIDERS, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    spans = json.dumps(report["spans"])
+    assert report["recorded"] >= 8 and len(report["spans"]) > report["recorded"]
+    assert "gen_ai.input.messages" in spans or "gen_ai.prompt" in spans or "hello" in spans  # capture was on
+    assert "retry-after" in (out / "run.rewind").read_text()  # headers worth replaying are kept
+    files = _written(out)
+    assert len(files) >= 2  # the trace and its blobs
+    assert _scan(files, spans, KEYS) == {}
+
+
+# -- exception text ------------------------------------------------------------------------
+
+SECRET = "sk-live-EXCEPTION-SECRET-0123456789"
+
+EXCEPTIONS = (
+    SPANS
+    + r"""
+import os
+import rewind
+
+SECRET = os.environ["SECRET"]
+
+def scrub(payload):
+    text = json.dumps(payload).replace(SECRET, "[redacted]")
+    return json.loads(text)
+
+@rewind.tool
+def login(user):
+    raise PermissionError(f"token {SECRET} rejected for {user}")
+
+@rewind.tool
+def fetch(user):
+    return {"user": user}
+
+path = os.environ["TRACE"]
+with rewind.record(path, redact=scrub):
+    try:
+        login("ann")
+    except PermissionError:
+        pass
+with rewind.replay(path, redact=scrub):
+    try:
+        login("ann")
+    except PermissionError:
+        pass
+    try:
+        fetch(SECRET)  # diverges: the divergence message quotes the request
+    except rewind.DivergenceError:
+        pass
+print(json.dumps(dump_spans()))
+"""
+)
+
+
+@pytest.mark.parametrize("capture", ["false", "true"])
+def test_exception_text_on_spans_goes_through_redaction(run_python, tmp_path: Path, capture: str) -> None:
+    env = {
+        "TRACE": str(tmp_path / "run.rewind"),
+        "SECRET": SECRET,
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": capture,
+    }
+    result = run_python(EXCEPTIONS, env=env)
+    assert result.returncode == 0, result.stderr
+    spans = json.loads(result.stdout.strip().splitlines()[-1])
+    text = json.dumps(spans)
+    assert SECRET not in text
+    assert SECRET.encode() not in (tmp_path / "run.rewind").read_bytes()
+    failed = [s for s in spans if s["status"][0] == "ERROR"]
+    assert len(failed) == 3
+    live = failed[0]
+    # The redacted message is still there to debug with; the stack trace is not exported.
+    assert live["status"][1] == "PermissionError: token [redacted] rejected for ann"
+    event = live["events"][0]
+    assert event["name"] == "exception"
+    assert event["attributes"]["exception.message"] == "token [redacted] rejected for ann"
+    assert "exception.stacktrace" not in event["attributes"]
+
+
+def test_without_a_redactor_exception_text_is_exported_as_usual(run_python, tmp_path: Path) -> None:
+    program = EXCEPTIONS.replace("redact=scrub", "redact=None")
+    result = run_python(program, env={"TRACE": str(tmp_path / "run.rewind"), "SECRET": SECRET})
+    assert result.returncode == 0, result.stderr
+    spans = json.loads(result.stdout.strip().splitlines()[-1])
+    live = next(s for s in spans if s["status"][0] == "ERROR")
+    assert "exception.stacktrace" in live["events"][0]["attributes"]
+
+
+# -- the fingerprint covers the un-redacted request -------------------------------------------
+
+
+def test_a_low_entropy_secret_is_recoverable_from_the_fingerprint_unless_normalized_out(trace_path: Path) -> None:
+    """What docs/recording.md warns about, and the way out it documents."""
+
+    @rewind.tool
+    def unlock(door: str, pin: str) -> bool:
+        return True
+
+    def scrub(payload: object) -> object:
+        if isinstance(payload, dict) and "pin" in payload:
+            payload["pin"] = "[redacted]"
+        return payload
+
+    with rewind.record(trace_path, redact=scrub):
+        unlock("front", "4821")
+    event = Trace.load(trace_path)[0]
+    assert event.request == {"door": "front", "pin": "[redacted]"}
+    guesses = {
+        hashlib.sha256(json.dumps({"door": "front", "pin": f"{n:04d}"}, separators=(",", ":")).encode()).hexdigest(): n
+        for n in range(10000)
+    }
+    assert guesses.get(event.fingerprint) == 4821  # 10,000 guesses recover the PIN
+
+    def drop_pin(request: object) -> object:
+        if isinstance(request, dict):
+            request.pop("pin", None)
+        return request
+
+    with rewind.record(trace_path, redact=scrub, normalize=drop_pin):
+        unlock("front", "4821")
+    event = Trace.load(trace_path)[0]
+    assert event.fingerprint not in guesses
+    with rewind.replay(trace_path, normalize=drop_pin):
+        assert unlock("front", "0000") is True  # the PIN is no longer part of the identity
