@@ -9,8 +9,8 @@ its summary, tokens and cost, and writes the page.
 
 Targets: building the report (opening included) within 3x ``Trace.load`` (parsing
 every body once). Against ``Trace.open``, which reads only a skeleton per step, the
-ratio is reported: the report also parses the head (response, outcome) of every step
-for its summary, tokens and cost, which ``Trace.open`` never does. The report's size
+ratio is reported: the report also parses the head (response, error, stream) of every
+step for its summary, tokens and cost, which ``Trace.open`` never does. The report's size
 against the trace's is reported too (the default limits bound it).
 """
 

@@ -242,6 +242,17 @@ def test_a_hand_edited_trace_still_makes_a_page(tmp_path: Path) -> None:
     assert bodies[1]["response"] == ["inf", "\u2028"]
 
 
+def test_a_damaged_step_is_shown_as_damaged(tmp_path: Path) -> None:
+    path = record_trip(tmp_path / "run.rewind")
+    lines = path.read_bytes().splitlines(keepends=True)
+    lines[2] = lines[2].replace(b'"request":', b'"request":{{', 1)  # step 1's body, past its head
+    path.write_bytes(b"".join(lines))
+    page = Parsed(render_report(path).html)
+    raw = page.block("rw-bodies-a").split("\n")
+    assert len(raw) == 4 and '"request":{{' in raw[1]  # embedded as stored; the page says it is damaged
+    assert page.data["trace"]["steps"][1]["model"] == "gpt-4o-2024-08-06"  # from the intact head
+
+
 def test_a_compacted_trace_reports_like_the_original(tmp_path: Path) -> None:
     from rewind.archive import compact
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from report_browser import Chromium, Page, blankness, find_chromium
 from report_runs import HOSTILE, record_agent_run, write_odd_trace
-from rewind_runs import record_long
+from rewind_runs import record_long, record_trip
 
 from rewind.report import write_diff_report, write_report
 from rewind.stub_server import StubServer
@@ -216,6 +216,16 @@ def test_a_hand_edited_trace_opens_cleanly(page: Page, tmp_path: Path) -> None:
     assert "<b>Boom</b>" in page.evaluate("document.querySelector('#rw-detail .rw-error').innerText")
     assert "\\u001b[31mred" in page.evaluate("document.getElementById('rw-list').innerText")  # shown, not obeyed
     assert "\\u202eevil" in page.evaluate("document.querySelector('.rw-meta').innerText")
+    assert page.problems() == []
+    # A damaged step body: that step says so, the rest of the page works.
+    trace = record_trip(tmp_path / "run.rewind")
+    lines = trace.read_bytes().splitlines(keepends=True)
+    lines[2] = lines[2].replace(b'"request":', b'"request":{{', 1)
+    trace.write_bytes(b"".join(lines))
+    write_report(trace, target)
+    open_report(page, target)
+    assert "not valid JSON" in click_step(page, 1)
+    assert "Book the Hotel Paris" in click_step(page, 3)
     assert page.problems() == []
 
 

@@ -108,8 +108,11 @@ def build_section(
         }
         if not event.ok:
             row["error"] = error_line(step.error)
+        stream = step.get("stream")
         if event.kind == "llm":
-            model = model_of(step)
+            # model_of on the head first: the request (a parse of the whole line) is
+            # read only when the response and stream name no model.
+            model = model_of(_for_accounting(event, step, None, stream)) or model_of(step)
             row["model"] = model
             tokens = usage_of(step)
             if tokens is not None:
@@ -120,7 +123,6 @@ def build_section(
                     price = prices_cache[model]
                     if price is not None:
                         row["cost"] = price.cost(*tokens)
-        stream = step.get("stream")
         if stream is not None and event.kind == "llm":
             streamed = stream_text(step)
             if streamed:
