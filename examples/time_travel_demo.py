@@ -10,6 +10,8 @@ the run at a step to try a fix while reusing everything before it.
 from __future__ import annotations
 
 import hashlib
+import shutil
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -28,7 +30,26 @@ def fake_model(messages: list[dict[str, str]]) -> str:
     digest = int(hashlib.sha256(last.encode()).hexdigest(), 16)
     if last.startswith("plan:"):
         return f"Visit {CITIES[digest % len(CITIES)]} first."
-    return f"Summary ({digest % 97}): {last[:60]}"
+    return f"Summary ({digest % 97}): {_clip_words(last, 60)}"
+
+
+def _clip_words(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters at a word boundary, marked with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    return text[:limit].rsplit(" ", 1)[0].rstrip(" ,|:;") + "…"
+
+
+def rewind_command() -> str:
+    """How to run the `rewind` CLI from here: plain `rewind`, or the path of the one beside this Python."""
+    beside = Path(sys.executable).with_name("rewind")
+    found = shutil.which("rewind")
+    if not beside.exists() or (found is not None and Path(found).resolve() == beside.resolve()):
+        return "rewind"
+    try:
+        return str(beside.relative_to(Path.cwd()))  # e.g. .venv/bin/rewind after `make demo`
+    except ValueError:
+        return str(beside)
 
 
 @rewind.llm
@@ -143,7 +164,11 @@ def main() -> None:
     print(f"report of the diff:         {workdir / 'trip-vs-seville.html'} ({diff_page.size // 1024} KB)")
     print("open them in any browser: they are self-contained and fetch nothing")
 
-    print(f"\nTraces are in {workdir}. Inspect one with: rewind show {original} -v")
+    command = rewind_command()
+    print(f"\nTraces are in {workdir}. Inspect one with: {command} show {original} -v")
+    if command != "rewind":
+        activate = str(Path(command).with_name("activate"))
+        print(f"(`rewind` is not on your PATH: run it as {command}, or first `source {activate}`)")
     print(f"Look at the run in a browser: {(workdir / 'trip.html').as_uri()}")
 
 
