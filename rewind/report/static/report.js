@@ -12,6 +12,7 @@
   var ROW = 26;
   var KINDS = { llm: 1, tool: 1, memory: 1 };
   var DATA_IMAGE = /^data:image\/(png|jpe?g|gif|webp);base64,[A-Za-z0-9+\/=\s]+$/i;
+  var DAMAGED = typeof Symbol === "function" ? Symbol("damaged") : "__rewind_report_damaged__";  // never from JSON
   var SKELETON = { seq: 1, kind: 1, name: 1, fingerprint: 1, ts: 1, duration_ms: 1, ok: 1, live: 1 };
 
   // -- small helpers ------------------------------------------------------------------
@@ -84,10 +85,17 @@
       if (cache.has(i)) return cache.get(i);
       load();
       var value;
+      value = {};
       if (lines.length !== count) {
-        value = { __error: "the report's step data is damaged (" + lines.length + " lines for " + count + " steps)" };
+        value[DAMAGED] = "the report's step data is damaged (" + lines.length + " lines for " + count + " steps)";
       } else {
-        try { value = JSON.parse(lines[i]); } catch (e) { value = { __error: "this step's stored line is not valid JSON (" + e.message + ")" }; }
+        try {
+          value = JSON.parse(lines[i]);
+          if (value !== null && !isObj(value)) { value = {}; value[DAMAGED] = "this step's stored line is not a JSON object"; }
+        } catch (e) {
+          value = {};
+          value[DAMAGED] = "this step's stored line is not valid JSON (" + e.message + "): the trace file is damaged here";
+        }
       }
       if (cache.size > 300) cache.clear();
       cache.set(i, value);
@@ -393,7 +401,7 @@
       add(box, el("div", "rw-warn", "This step's request and response are not embedded: the report reached its size budget. Write it with --inline (or a larger --max-size) to include every step."));
       return box;
     }
-    if (isObj(body) && body.__error) { add(box, el("div", "rw-warn", body.__error)); return box; }
+    if (body[DAMAGED]) { add(box, el("div", "rw-warn", body[DAMAGED])); return box; }
     if (!row.ok) add(box, errorBox(body.error));
     var stream = body.stream;
     if (row.kind === "llm") {
