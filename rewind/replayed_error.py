@@ -101,10 +101,30 @@ def resolve_class(module: str, qualname: str) -> type[Exception] | None:
         if obj is None:
             return None
     # Only Exception subclasses: a record naming SystemExit, KeyboardInterrupt,
-    # GeneratorExit or any other BaseException must not end the process or a test run.
-    if isinstance(obj, type) and issubclass(obj, Exception):
+    # GeneratorExit or any other BaseException must not end the process or a test run;
+    # nor may the few Exception subclasses that are control flow.
+    if isinstance(obj, type) and issubclass(obj, Exception) and not _is_control_flow(obj):
         return obj
     return None
+
+
+#: Exception subclasses that steer the program rather than report a failure: ending a
+#: loop or generator, quitting the debugger, ending a pytest session.
+_CONTROL_FLOW = (
+    ("builtins", "StopIteration"),
+    ("builtins", "StopAsyncIteration"),
+    ("bdb", "BdbQuit"),
+    ("_pytest.outcomes", "Exit"),
+)
+
+
+def _is_control_flow(cls: type) -> bool:
+    for module, name in _CONTROL_FLOW:
+        loaded = sys.modules.get(module)
+        target = vars(loaded).get(name) if loaded is not None else None
+        if isinstance(target, type) and issubclass(cls, target):
+            return True
+    return False
 
 
 def replayed_class(original: type[BaseException] | None) -> type[ReplayedError]:
