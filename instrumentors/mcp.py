@@ -147,24 +147,54 @@ class MCPProvider(Provider):
         return exc
 
 
-_SIGNATURES: dict[Any, inspect.Signature | None] = {}
+class _Binder:
+    """Binds a call's arguments to parameter names, by hand (``Signature.bind`` is slow and
+    ran on every call); anything unusual takes ``Signature.bind`` for its exact semantics."""
+
+    __slots__ = ("names", "positional", "required", "signature")
+
+    def __init__(self, signature: inspect.Signature) -> None:
+        params = signature.parameters.values()
+        simple = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        self.signature = signature
+        self.positional = [p.name for p in params if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
+        self.names = frozenset(p.name for p in params if p.kind in simple)
+        # Only plain named parameters take the fast path (every mcp release so far).
+        if len(self.names) != len(signature.parameters):
+            self.positional = []
+            self.names = frozenset()
+        self.required = frozenset(p.name for p in params if p.default is inspect.Parameter.empty)
+
+    def __call__(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any] | None:
+        if self.names and len(args) <= len(self.positional):
+            bound = dict(zip(self.positional, args))
+            for key, value in kwargs.items():
+                if key in bound or key not in self.names:
+                    break
+                bound[key] = value
+            else:
+                if self.required.issubset(bound):
+                    return bound
+        try:
+            return dict(self.signature.bind(*args, **kwargs).arguments)
+        except TypeError:
+            return None  # the SDK raises its own TypeError when called
+
+
+_BINDERS: dict[Any, _Binder | None] = {}
 
 
 def _bind(wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any] | None:
     """The call's arguments by parameter name (either mcp major), or ``None`` if they do not bind."""
     function = getattr(wrapped, "__func__", wrapped)
-    if function not in _SIGNATURES:
+    binder = _BINDERS.get(function, _BINDERS)
+    if binder is _BINDERS:
         try:
-            _SIGNATURES[function] = inspect.signature(wrapped)
+            binder = _Binder(inspect.signature(wrapped))
         except (TypeError, ValueError):
-            _SIGNATURES[function] = None
-    signature = _SIGNATURES[function]
-    if signature is None:
-        return None
-    try:
-        return dict(signature.bind(*args, **kwargs).arguments)
-    except TypeError:
-        return None  # the SDK raises its own TypeError when called
+            binder = None
+        _BINDERS[function] = binder
+    return binder(args, kwargs) if isinstance(binder, _Binder) else None
 
 
 def _hook(surface: Surface) -> Callable[..., Any]:
