@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import shlex
 import shutil
 from collections import Counter
@@ -148,6 +149,8 @@ def golden_trace(item: pytest.Item) -> GoldenTrace | None:
     path = Path(os.path.expanduser(os.fspath(raw)))
     if not path.is_absolute():
         path = item.path.parent / path
+    if _shared_by_parameters(item, marker):
+        path = parameter_path(path, item.callspec.id)  # type: ignore[attr-defined]
     consume = args.get("require_full_consumption", False)
     if not isinstance(consume, bool):
         raise TypeError(f"require_full_consumption= must be True or False, not {consume!r}")
@@ -162,6 +165,28 @@ def golden_trace(item: pytest.Item) -> GoldenTrace | None:
         redact=args.get("redact"),
         require_full_consumption=consume,
     )
+
+
+def _shared_by_parameters(item: pytest.Item, marker: pytest.Mark) -> bool:
+    """A marker on a parametrized test itself (not on one ``pytest.param``): each parameter
+    then needs its own trace, or every recording would overwrite the last."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or not callspec.id:
+        return False
+    return not any(mark is marker or mark == marker for mark in callspec.marks)
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+=-]+")
+
+
+def parameter_path(path: Path, param_id: str) -> Path:
+    """``traces/weather.rewind`` + id ``paris`` -> ``traces/weather-paris.rewind`` (``.gz`` kept)."""
+    safe = _UNSAFE.sub("_", param_id).strip("_") or "param"
+    name = path.name
+    for suffix in (".rewind.gz", ".rewind", ".gz"):
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return path.with_name(f"{name[: -len(suffix)]}-{safe}{suffix}")
+    return path.with_name(f"{name}-{safe}")
 
 
 def _records(mode: str, trace: GoldenTrace) -> bool:
@@ -201,7 +226,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.stash[_DUPLICATE_KEY] = (
                 f"rewind: {len(group)} tests would record the same golden trace {_show(item.config, path)} "
                 f"({ids}); each recording would overwrite the last. Give each test its own path, "
-                "for parametrized tests with pytest.param(..., marks=pytest.mark.rewind_trace(...))."
+                "for instance from the test name."
             )
 
 

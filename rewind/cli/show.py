@@ -9,7 +9,7 @@ import click
 from .._escape import inert, inert_value
 from .._preview import clip, compact, model_of, outcome
 from ..trace import Event, Trace
-from ._common import CliError, Output, get_output, is_terminal, open_trace, width
+from ._common import Output, get_output, is_terminal, open_trace, width
 
 
 def _duration(ms: float) -> str:
@@ -94,19 +94,17 @@ def _interactive(trace: Trace, tui: bool | None, out: Output) -> None:
         return
     terminal = is_terminal(sys.stdin) and is_terminal(sys.stdout)
     want_tui = tui if tui is not None else terminal
-    if want_tui:
-        if not terminal:
-            raise CliError(
-                "--tui needs an interactive terminal (stdin and stdout); use -i --no-tui for the line stepper"
-            )
+    # Without a terminal (a pipe, CI) or without curses, even --tui degrades to the line
+    # stepper, and says so: the same steps, one command per line.
+    if want_tui and not terminal:
+        click.echo("rewind: --tui needs an interactive terminal (stdin and stdout); using the line stepper", err=True)
+    elif want_tui:
         from ..tui import TuiUnavailable, run
 
         try:
             run(trace, title=trace.path, color=out.color)  # the browser shows the title inert
             return
         except TuiUnavailable as exc:
-            if tui:
-                raise CliError(f"{exc}; use -i --no-tui for the line stepper") from None
             click.echo(f"rewind: {exc}; using the line stepper", err=True)
     from ..stepper import step_through
 

@@ -376,10 +376,14 @@ def test_two_tests_recording_one_trace_fail_instead_of_overwriting_each_other(
         from agent import run_agent
 
 
-        @pytest.mark.parametrize("prompt", ["one", "two"])
         @pytest.mark.rewind_trace("traces/shared.rewind")
-        def test_shared(rewind_session, prompt):
-            run_agent(prompt)
+        def test_first(rewind_session):
+            run_agent("one")
+
+
+        @pytest.mark.rewind_trace("traces/shared.rewind")
+        def test_second(rewind_session):
+            run_agent("two")
 
 
         @pytest.mark.parametrize(
@@ -399,11 +403,38 @@ def test_two_tests_recording_one_trace_fail_instead_of_overwriting_each_other(
         ["*rewind: 2 tests would record the same golden trace traces/shared.rewind*Give each test its own path*"]
     )
     assert not (project.path / "traces/shared.rewind").exists()
-    assert _answers(project.path / "traces/two.rewind") == ["SFO for two"]
+    assert _answers(project.path / "traces/two.rewind") == ["SFO for two"]  # a param's own marker: as written
     # Selecting one of them is fine.
-    _record(project, "-k", "test_shared and one")
+    _record(project, "-k", "test_first")
     _offline(monkeypatch)
-    project.runpytest_subprocess("-k", "test_shared and one").assert_outcomes(passed=1)
+    project.runpytest_subprocess("-k", "test_first").assert_outcomes(passed=1)
+
+
+def test_one_marker_on_a_parametrized_test_gives_each_parameter_its_own_trace(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _test_file(
+        project,
+        """
+        import pytest
+
+        from agent import run_agent
+
+
+        @pytest.mark.parametrize("prompt", ["paris", "new york/JFK"])
+        @pytest.mark.rewind_trace("traces/weather.rewind")
+        def test_weather(rewind_session, prompt):
+            run_agent(prompt)
+        """,
+    )
+    # Before: both parameters claimed traces/weather.rewind and errored at setup.
+    _record(project)
+    traces = project.path / "traces"
+    assert sorted(p.name for p in traces.iterdir()) == ["weather-new_york_JFK.rewind", "weather-paris.rewind"]
+    assert _answers(traces / "weather-paris.rewind") == ["SFO for paris"]
+    assert _answers(traces / "weather-new_york_JFK.rewind") == ["SFO for new york/JFK"]
+    _offline(monkeypatch)
+    project.runpytest_subprocess().assert_outcomes(passed=2)
 
 
 # --------------------------------------------------------------------------- marker options
