@@ -110,7 +110,7 @@ def to_jsonable(value: Any, *, where: str = "value") -> Any:
     """
     try:
         return _convert(value)
-    except (_Careful, RecursionError):
+    except Exception:  # _Careful, RecursionError, or a user type's own conversion failing
         return _CarefulWalk(where).walk(value)
 
 
@@ -171,7 +171,10 @@ def _convert_mapping(mapping: Mapping[Any, Any]) -> Any:
         out[key if type(key) is str else _key_to_str(key, _FAST)] = converted
     if len(out) != len(mapping):
         raise _Careful  # two keys stringify alike ({1: .., "1": ..}): keep both, and say so
-    return _escaped(out)
+    if len(out) == 1 and next(iter(out)) in MARKER_KEYS:
+        # A user dict that looks like one of our markers must not be revived as one.
+        return {LITERAL: out}
+    return out
 
 
 def _escaped(out: dict[str, Any]) -> dict[str, Any]:
@@ -330,7 +333,10 @@ class _CarefulWalk(_Walker):
                 return self.mapping(value)
             if cls is list or cls is tuple:
                 return [self.child(item, index) for index, item in enumerate(value)]
-            return _convert_other(value, self)
+            try:
+                return _convert_other(value, self)
+            except Exception:  # a mapping whose items() raises, a dataclass field that is unset …
+                return self.lossy(value)
         finally:
             del self._open[ident]
 

@@ -115,6 +115,32 @@ def test_moderately_nested_values_stay_lossless(trace_path: Path) -> None:
         assert deep(tree) == tree
 
 
+class BrokenRepr:
+    def __repr__(self) -> str:
+        raise RuntimeError("repr is broken")
+
+
+class BrokenMapping(dict):  # type: ignore[type-arg]
+    def items(self) -> Any:
+        raise RuntimeError("items is broken")
+
+
+def test_values_whose_own_conversion_raises_degrade_instead(trace_path: Path) -> None:
+    @rewind.tool
+    def use(value: Any) -> Any:
+        return [BrokenRepr(), BrokenMapping(a=1)]
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with rewind.record(trace_path):
+            result = use(BrokenRepr())
+    assert isinstance(result[0], BrokenRepr)
+    paths = " ".join(str(w.message) for w in caught if issubclass(w.category, LossySerializationWarning))
+    assert "request.value" in paths and "response[0]" in paths and "response[1]" in paths
+    event = Trace.load(trace_path)[0]
+    assert "repr raised RuntimeError" in event.request["value"]
+
+
 # -- a redactor that raises -----------------------------------------------------------------
 
 
