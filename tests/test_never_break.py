@@ -425,3 +425,69 @@ def test_break_at_past_the_end_is_a_value_error_naming_the_step_count(trace_path
         pass
     with pytest.warns(rewind.UnconsumedEventsWarning), rewind.replay(trace_path, break_at=1) as session:
         assert session.break_at == 1  # a step that exists is fine
+
+
+# -- the same contracts through a real SDK client ------------------------------------------------
+
+
+def test_an_sdk_call_under_a_raising_redactor_records_and_replays_the_redaction_error(trace_path: Path) -> None:
+    openai = pytest.importorskip("openai")
+    from rewind.integrations import patch_openai
+    from rewind.stub_server import StubServer
+
+    def scrub(payload: Any) -> Any:
+        if isinstance(payload, dict) and "choices" in payload:
+            raise KeyError("choices")
+        return payload
+
+    unpatch = patch_openai()
+    try:
+        with StubServer() as server, openai.OpenAI(base_url=server.openai_base_url, api_key="k", max_retries=0) as client:
+
+            def ask() -> Any:
+                return client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+
+            with rewind.record(trace_path, redact=scrub), pytest.raises(RedactionError, match="step 0"):
+                ask()
+            assert server.request_count == 1
+            with rewind.replay(trace_path), pytest.raises(RedactionError):
+                ask()
+            assert server.request_count == 1  # replayed, not sent
+    finally:
+        unpatch()
+
+
+def test_a_cancelled_sdk_call_records_and_replays_without_divergence(trace_path: Path) -> None:
+    openai = pytest.importorskip("openai")
+    from rewind.integrations import patch_openai
+    from rewind.stub_server import StubServer
+
+    async def program(session: rewind.Session, base_url: str) -> list[str]:
+        client = openai.AsyncOpenAI(base_url=base_url, api_key="k", max_retries=0)
+        seen: list[str] = []
+        async with session:
+            task = asyncio.ensure_future(
+                client.chat.completions.create(model="m", messages=[{"role": "user", "content": "slow"}])
+            )
+            await asyncio.sleep(0.2)
+            task.cancel()
+            try:
+                await task
+                seen.append("finished")
+            except asyncio.CancelledError:
+                seen.append("cancelled")
+            reply = await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "next"}])
+            seen.append(reply.choices[0].message.content or "")
+        await client.close()
+        return seen
+
+    unpatch = patch_openai()
+    try:
+        with StubServer(latency=1.0) as server:
+            recorded = asyncio.run(program(rewind.record(trace_path), server.openai_base_url))
+        assert recorded[0] == "cancelled"
+        session = rewind.replay(trace_path, require_full_consumption=True)
+        assert asyncio.run(program(session, "http://127.0.0.1:9/v1")) == recorded  # offline
+        assert session.divergences == []
+    finally:
+        unpatch()
