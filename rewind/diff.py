@@ -27,6 +27,7 @@ from typing import Any
 from ._escape import inert
 from ._preview import answer_text, clip, compact, outcome, pretty
 from .canonical import canonical_json
+from .similarity import lexical_similarity
 from .trace import Event, PathLike, Trace
 
 EQUAL = "equal"
@@ -260,9 +261,20 @@ def _entry(side_a: _Side, side_b: _Side, i: int | None, j: int | None) -> DiffEn
 
 
 def _similarity(side_a: _Side, side_b: _Side, ea: Event, eb: Event) -> float:
-    left = canonical_json(side_a.views(ea))[:3000]
-    right = canonical_json(side_b.views(eb))[:3000]
-    return round(difflib.SequenceMatcher(None, left, right).ratio(), 3)
+    """How alike two paired steps are: the measure fuzzy replay and divergence reports use.
+
+    Over the whole payloads: a prefix cut-off scored a change past it 100%, and
+    difflib's autojunk heuristic scored the same change 15% on a long request. A pair
+    that differs never rounds up to 1.0.
+    """
+    score = lexical_similarity(side_a.views(ea), side_b.views(eb))
+    return min(round(score, 3), 0.999)
+
+
+def percent(similarity: float) -> str:
+    """``similarity`` as a whole percentage; a changed pair never reads ``100%``."""
+    shown = round(similarity * 100)
+    return f"{min(shown, 99) if similarity < 1 else 100}%"
 
 
 def _align(side_a: _Side, side_b: _Side) -> list[tuple[int | None, int | None]]:
@@ -427,7 +439,7 @@ def _row(entry: DiffEntry, width: int) -> str:
     head = f"{_SYMBOL[entry.op]} {a:>5} {b:>5}  {inert(entry.kind):<6} {clip(entry.name, width):<{width}}"
     if entry.op == CHANGED:
         what = " & ".join(entry.changes)
-        return f"{head}  {what} changed ({entry.similarity:.0%} similar)"
+        return f"{head}  {what} changed ({percent(entry.similarity)} similar)"
     if entry.op == DELETED:
         return f"{head}  only in A"
     if entry.op == INSERTED:
