@@ -442,7 +442,7 @@ def test_an_sdk_call_under_a_raising_redactor_records_and_replays_the_redaction_
 
     unpatch = patch_openai()
     try:
-        with StubServer() as server, openai.OpenAI(base_url=server.openai_base_url, api_key="k", max_retries=0) as client:
+        with StubServer() as server, openai.OpenAI(base_url=server.openai_base_url, api_key="k") as client:
 
             def ask() -> Any:
                 return client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
