@@ -286,4 +286,4 @@ class MCPInstrumentor(SurfaceInstrumentor):
 
     provider = PROVIDER
     sdk = "mcp"
-    minimum = "1.2"
+    minimum = "0.9"

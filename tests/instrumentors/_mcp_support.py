@@ -1,5 +1,8 @@
 """A real MCP server in-process (FastMCP on mcp 1.x, MCPServer on 2.x) and client sessions for it.
 
+mcp 1.0 and 1.1 predate FastMCP: there ``LowLevelTools`` offers the same decorators over
+the SDK's low-level ``Server``.
+
 ``connected(server)`` runs the server's low-level loop over mcp's own in-memory streams
 and yields an initialized ``ClientSession``; leaving it stops the server. ``offline()``
 yields a session over streams nobody listens to (anything sent is refused), which is all
@@ -8,33 +11,96 @@ a replay needs.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import mcp
+import mcp.types
 from mcp.shared.memory import create_client_server_memory_streams
 
 NOTES_URI = "notes://today"
 NOTES = "buy milk, call Ada"
 
 
-def _server_class() -> Any:
+class LowLevelTools:
+    """FastMCP's ``tool()``/``resource()``/``run()`` over mcp 1.0/1.1's low-level ``Server``."""
+
+    def __init__(self, name: str, **_: Any) -> None:
+        from mcp.server import Server
+
+        self._mcp_server = server = Server(name)
+        self._tools: dict[str, Any] = {}
+        self._resources: dict[str, Any] = {}
+
+        @server.list_tools()
+        async def list_tools() -> list[Any]:
+            return [
+                mcp.types.Tool(
+                    name=name,
+                    description=fn.__doc__,
+                    inputSchema={"type": "object", "properties": {p: {} for p in inspect.signature(fn).parameters}},
+                )
+                for name, fn in self._tools.items()
+            ]
+
+        @server.call_tool()
+        async def call_tool(name: str, arguments: dict[str, Any]) -> list[Any]:
+            result = self._tools[name](**arguments)  # an exception becomes an isError result
+            if inspect.isawaitable(result):
+                result = await result
+            return [mcp.types.TextContent(type="text", text=str(result))]
+
+        @server.read_resource()
+        async def read_resource(uri: Any) -> str:
+            return self._resources[str(uri)]()  # an unknown URI becomes a JSON-RPC error
+
+    def tool(self) -> Any:
+        def register(fn: Any) -> Any:
+            self._tools[fn.__name__] = fn
+            return fn
+
+        return register
+
+    def resource(self, uri: str) -> Any:
+        def register(fn: Any) -> Any:
+            self._resources[uri] = fn
+            return fn
+
+        return register
+
+    def run(self) -> None:
+        from mcp.server.stdio import stdio_server
+
+        async def serve() -> None:
+            async with stdio_server() as (read, write):
+                await self._mcp_server.run(read, write, self._mcp_server.create_initialization_options())
+
+        anyio.run(serve)
+
+
+def server_class() -> Any:
+    """The SDK's high-level server class: MCPServer (2.x), FastMCP (1.2+), or the shim."""
     try:
         from mcp.server.mcpserver import MCPServer  # mcp 2.x
 
         return MCPServer
     except ImportError:
-        from mcp.server.fastmcp import FastMCP  # mcp 1.x
+        pass
+    try:
+        from mcp.server.fastmcp import FastMCP  # mcp 1.2 and later 1.x
 
         return FastMCP
+    except ImportError:
+        return LowLevelTools
 
 
 def make_server(calls: list[str] | None = None) -> Any:
     """Tools ``add`` and ``explode`` (a failing tool), resource ``notes://today``."""
     # Quiet: the failing tool would otherwise log a rich traceback per call.
-    server = _server_class()("rewind-test", log_level="CRITICAL")
+    server = server_class()("rewind-test", log_level="CRITICAL")
     seen = calls if calls is not None else []
 
     @server.tool()

@@ -99,7 +99,8 @@ async def test_protocol_error_replays_as_the_sdks_exception(patched_mcp: None, t
         with pytest.raises(error_class) as replayed:
             await session.read_resource("notes://missing")
     assert isinstance(replayed.value, rewind.ReplayedError)
-    assert replayed.value.error == live.value.error  # code, message and data, as mcp's ErrorData
+    # code, message and data, as mcp's ErrorData (mcp 1.0/1.1 never set e.error: neither does replay)
+    assert getattr(replayed.value, "error", None) == getattr(live.value, "error", None)
     assert str(replayed.value) == str(live.value)
 
 
@@ -193,17 +194,19 @@ async def test_high_level_client_of_mcp_2(patched_mcp: None, trace_path: Path) -
 
 
 STDIO_SERVER = """
-try:
-    from mcp.server.mcpserver import MCPServer as Server
-except ImportError:
-    from mcp.server.fastmcp import FastMCP as Server
+import sys
 
-server = Server("stdio-test", log_level="CRITICAL")
+sys.path.insert(0, sys.argv[1])
+from _mcp_support import server_class
+
+server = server_class()("stdio-test", log_level="CRITICAL")
+
 
 @server.tool()
 def shout(text: str) -> str:
     \"\"\"Upper-case the text.\"\"\"
     return text.upper()
+
 
 server.run()
 """
@@ -216,7 +219,7 @@ async def test_stdio_server_process_recorded_then_replayed_without_it(
 
     script = tmp_path / "server.py"
     script.write_text(textwrap.dedent(STDIO_SERVER))
-    params = StdioServerParameters(command=sys.executable, args=[str(script)])
+    params = StdioServerParameters(command=sys.executable, args=[str(script), str(Path(__file__).parent)])
     recording = rewind.record(trace_path)
     async with recording, stdio_client(params) as (read, write), mcp.ClientSession(read, write) as session:
         await session.initialize()
@@ -233,7 +236,7 @@ def test_instrumentor_contract() -> None:
     (entry,) = [e for e in entry_points(group="opentelemetry_instrumentor") if e.name == "rewind_mcp"]
     assert entry.load() is MCPInstrumentor
     instrumentor = MCPInstrumentor()
-    assert list(instrumentor.instrumentation_dependencies()) == ["mcp >= 1.2"]
+    assert list(instrumentor.instrumentation_dependencies()) == ["mcp >= 0.9"]
     methods = ("call_tool", "list_tools", "read_resource")
     originals = {m: mcp.ClientSession.__dict__[m] for m in methods}
     instrumentor.instrument()
