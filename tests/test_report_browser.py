@@ -136,6 +136,18 @@ def test_trace_report(page: Page, reports: dict[str, Path], tmp_path: Path) -> N
     assert page.problems() == []
 
 
+def test_a_fragment_points_at_a_step(page: Page, reports: dict[str, Path]) -> None:
+    open_report(page, reports["trace"])
+    click_step(page, 5)
+    assert page.evaluate("location.hash") == "#step-5"
+    page.navigate("about:blank")  # a new document: only the fragment differs otherwise
+    page.navigate(reports["trace"].as_uri() + "#step-8")
+    page.wait_until("document.querySelector('#rw-detail .rw-step[data-step=\"8\"]') !== null")
+    page.navigate(reports["diff"].as_uri() + "#row-4")
+    page.wait_until("document.querySelector('#rw-detail .rw-diffrow[data-row=\"4\"]') !== null")
+    assert page.problems() == []
+
+
 def test_keyboard_moves_through_the_steps(page: Page, reports: dict[str, Path]) -> None:
     open_report(page, reports["trace"])
     click_step(page, 0)

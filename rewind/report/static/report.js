@@ -768,6 +768,7 @@
       detail.replaceChildren(stepDetail(section, store, i));
       detail.scrollTop = 0;
       if (timeline) timeline.select(i);
+      remember("step-" + section.steps[i].seq);
     }
     if (section.steps.length) {
       timeline = Timeline(section, function (i) { list.selectItem(i, true); });
@@ -811,7 +812,23 @@
     }
     apply();
     if (timeline) timeline.draw();
+    // A link to the page with #step-12 opens step 12 (say "see #step-12" in a bug report).
+    var wanted = recalled("step-");
+    if (wanted !== null) {
+      for (var n = 0; n < section.steps.length; n++) if (section.steps[n].seq === wanted) { list.selectItem(n, true); break; }
+    }
     return { select: function (i) { list.selectItem(i, true); } };
+  }
+
+  /* The selection lives in the page's #fragment, so a link can point at one step. */
+  function remember(fragment) {
+    try { history.replaceState(null, "", "#" + fragment); } catch (e) { /* some file:// setups refuse */ }
+  }
+  function recalled(prefix) {
+    var hash = (location.hash || "").slice(1);
+    if (hash.indexOf(prefix) !== 0) return null;
+    var n = Number(hash.slice(prefix.length));
+    return Number.isInteger(n) && n >= 0 ? n : null;
   }
 
   // -- the diff view -------------------------------------------------------------------------------
@@ -902,6 +919,7 @@
       open(current);
       detail.replaceChildren(box);
       detail.scrollTop = 0;
+      remember("row-" + n);
     }
     var bar = filterBar({
       selects: [{ key: "op", id: "rw-op", title: "row kind", values: [["", "all rows"], ["changed", "changed"], ["deleted", "only in A"], ["inserted", "only in B"], ["equal", "equal"]] }],
@@ -932,6 +950,9 @@
       bar.count.textContent = out.length === rows.length ? rows.length + " rows" : out.length + " of " + rows.length + " rows";
     }
     apply();
+    // A link to the page with #row-7 opens row 7 instead of the first divergence
+    // (read before selecting anything rewrites the fragment).
+    var wanted = recalled("row-");
     if (DATA.first === null || DATA.first === undefined) {
       add(banner, "No divergence: " + DATA.summary + ", same requests and outcomes.");
       banner.className = "rw-chip";
@@ -947,6 +968,7 @@
       add(banner, go);
       list.selectItem(DATA.first, true);
     }
+    if (wanted !== null && wanted < rows.length) list.selectItem(wanted, true);
   }
 
   // -- start ----------------------------------------------------------------------------------------
