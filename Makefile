@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 EMBED  := $(VENV)/.embeddings
 
-.PHONY: install embeddings demo test test-compat phoenix test-phoenix lint bench clean browser
+.PHONY: install embeddings demo test test-compat test-frameworks phoenix test-phoenix lint bench clean browser
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,7 +30,7 @@ demo: $(STAMP)
 test: $(STAMP) $(EMBED)
 	$(PY) -m ruff check .
 	$(PY) -m mypy rewind exporters instrumentors
-	$(PY) -m pytest -n 2 -q -m "not phoenix"
+	$(PY) -m pytest -n 2 -q -m "not phoenix and not frameworks"
 
 # Dual export against a real Arize Phoenix on loopback. Phoenix is large, so it lives in
 # a venv of its own and the test starts it as a separate process.
@@ -70,6 +70,18 @@ browser:
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 	@chromium --version
 
+# The real-agent battery: unmodified agents of real frameworks, recorded against the stub
+# server and replayed with it stopped. One venv per resolver group (frameworks/<group>.txt).
+test-frameworks:
+	@set -e; for spec in frameworks/$(ONLY).txt; do \
+	    name=$$(basename $$spec .txt); venv=.venv-fw-$$name; \
+	    echo "== frameworks: $$name ($$spec)"; \
+	    test -x $$venv/bin/python || $(PYTHON) -m venv $$venv; \
+	    $$venv/bin/python -m pip install --quiet --upgrade pip; \
+	    $$venv/bin/python -m pip install --quiet -e ".[$$(sed -n 's/^# extras: //p' $$spec)]" -r $$spec; \
+	    $$venv/bin/python -m pytest -q -p no:cacheprovider -m frameworks $$(sed -n 's/^# tests: //p' $$spec); \
+	done
+
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m mypy rewind exporters instrumentors
@@ -78,4 +90,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) .venv-compat-* $(PHOENIX_VENV) build dist *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-compat-* .venv-fw-* $(PHOENIX_VENV) build dist *.egg-info .pytest_cache .ruff_cache
