@@ -151,18 +151,58 @@ def _bare_url(url: str) -> str:
 # --------------------------------------------------------------------------- private state
 
 
+#: ``_hidden_params`` entries that echo the request (litellm puts unknown call keywords,
+#: credentials among them, into ``optional_params["extra_body"]``): never recorded.
+_REQUEST_ECHOES = frozenset({"optional_params", "litellm_params", "extra_headers", "headers", "extra_body"})
+
+
 def _clean_hidden(hidden: Mapping[Any, Any]) -> dict[str, Any]:
-    """``_hidden_params`` as JSON data, without secret-looking keys, headers or URL parts."""
+    """``_hidden_params`` as JSON data, without request echoes, secret-looking keys or URL parts."""
     clean: dict[str, Any] = {}
     for key, value in hidden.items():
-        if not isinstance(key, str) or _SECRET_NAME.search(key):
+        if not isinstance(key, str) or key in _REQUEST_ECHOES or _SECRET_NAME.search(key):
             continue
-        if key == "additional_headers" and isinstance(value, Mapping):
-            value = {k: v for k, v in value.items() if not _secret_header(k)}
-        elif key == "api_base" and isinstance(value, str):
+        if key == "api_base" and isinstance(value, str):
             value = _bare_url(value)
-        clean[key] = value
+        clean[key] = _without_secrets(value)
     return to_jsonable(clean, where="meta")
+
+
+def _without_secrets(value: Any, depth: int = 0) -> Any:
+    """``value`` minus, at any depth, entries named like a secret or a secret header."""
+    if depth > 8:
+        return value
+    if isinstance(value, Mapping):
+        return {
+            k: _without_secrets(v, depth + 1)
+            for k, v in value.items()
+            if not (isinstance(k, str) and (k in _REQUEST_ECHOES or _SECRET_NAME.search(k) or _secret_header(k)))
+        }
+    if isinstance(value, (list, tuple)):
+        return [_without_secrets(v, depth + 1) for v in value]
+    return value
+
+
+def secret_values(kwargs: Mapping[str, Any]) -> frozenset[str]:
+    """The credentials a call was given (keys, tokens, header values), to keep out of a trace."""
+    found: set[str] = set()
+    for key, value in kwargs.items():
+        if key in ("extra_headers", "headers") and isinstance(value, Mapping):
+            found.update(v for v in value.values() if isinstance(v, str))
+        elif _SECRET_NAME.search(key) and isinstance(value, str):
+            found.add(value)
+    return frozenset(s for s in found if len(s) >= 8)  # short values would blank common words
+
+
+def scrub(value: Any, secrets: frozenset[str]) -> Any:
+    """``value`` with every string that contains one of ``secrets`` replaced."""
+    if isinstance(value, str):
+        return "[redacted by rewind]" if any(s in value for s in secrets) else value
+    if isinstance(value, dict):
+        return {k: scrub(v, secrets) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(v, secrets) for v in value]
+    return value
 
 
 def private_state(obj: Any) -> dict[str, Any]:
@@ -433,12 +473,26 @@ class LiteLLMProvider(OpenAICompatibleProvider, NativeProvider):
             return self.construct(_RESPONSE, {**data, "stream": True})
         return self.construct(surface.chunk, data)
 
+    def error_record(self, exc: Exception) -> dict[str, Any]:
+        record = super().error_record(exc)
+        # litellm keeps the provider's response headers (retry-after …) here; its own
+        # e.response may be a stand-in without them.
+        headers = getattr(exc, "litellm_response_headers", None)
+        if headers:
+            record["litellm_response_headers"] = keep_headers(headers)
+        return record
+
     def revive_error(self, record: Mapping[str, Any], step: int) -> BaseException:
         exc = super().revive_error(record, step)
-        response = exc.__dict__.get("response")
-        if isinstance(response, ReplayedHTTPResponse):
-            try:  # what litellm exceptions carry the provider's response headers as
-                exc.litellm_response_headers = response.headers  # type: ignore[attr-defined]
+        headers = record.get("litellm_response_headers")
+        if isinstance(headers, Mapping):
+            value: Any = self.kit.httpx.Headers(dict(headers))
+        else:
+            response = exc.__dict__.get("response")
+            value = response.headers if isinstance(response, ReplayedHTTPResponse) else None
+        if value is not None:
+            try:
+                exc.litellm_response_headers = value  # type: ignore[attr-defined]
             except (AttributeError, TypeError):
                 pass
         return exc
@@ -481,11 +535,13 @@ class _StreamRecorder(RecordEngine):
     timestamp and, at the end, usage differ.
     """
 
-    def __init__(self, call: Any, surface: Surface, stream_state: dict[str, Any]) -> None:
+    def __init__(self, call: Any, surface: Surface, stream_state: dict[str, Any], secrets: frozenset[str]) -> None:
         super().__init__(call, surface)
         self._state: dict[str, Any] = {"stream": stream_state}
         self.extra["litellm"] = self._state
         self._first: Mapping[Any, Any] = {}
+        self._secrets = secrets
+
 
     def take(self, item: Any) -> Any:
         self._last = (item, len(self.chunks))
@@ -504,6 +560,8 @@ class _StreamRecorder(RecordEngine):
                 self._keep_state(*last)
             except Exception:
                 pass
+        if self._secrets and not self.finished:
+            self.extra["litellm"] = scrub(self._state, self._secrets)
         super().finish(complete=complete, exc=exc)
 
     def _keep_state(self, item: Any, index: int) -> None:
@@ -549,6 +607,16 @@ def _chunk_reviver(provider: LiteLLMProvider, surface: Surface, state: Mapping[s
     return revive
 
 
+class _SyncStream(SyncStream):
+    """``CustomStreamWrapper`` before ~1.6x has no ``close``: closing then only ends the step."""
+
+    def close(self) -> None:
+        _finish_quietly(self._self_engine, complete=False)
+        close = getattr(self.__wrapped__, "close", None)
+        if callable(close):
+            close()
+
+
 class _AsyncStream(AsyncStream):
     """``CustomStreamWrapper`` closes asynchronously through ``aclose`` (``close`` is sync)."""
 
@@ -568,7 +636,7 @@ class _AsyncStream(AsyncStream):
 
 def _stream_proxy(wrapped: Any, engine: RecordEngine | ReplayEngine, *, is_async: bool) -> Any:
     # One class serves both: whether the agent reads it with async for is the function's.
-    return _AsyncStream(wrapped, engine) if is_async else SyncStream(wrapped, engine)
+    return _AsyncStream(wrapped, engine) if is_async else _SyncStream(wrapped, engine)
 
 
 class LiteLLMInvocation(_Invocation):
@@ -576,14 +644,27 @@ class LiteLLMInvocation(_Invocation):
 
     __slots__ = ()
 
+    def failed(self, exc: BaseException) -> None:
+        try:
+            error = self.surface.provider.error_record(exc) if isinstance(exc, Exception) else None
+            secrets = secret_values(self.kwargs)
+            if error is not None and secrets:  # litellm error texts may quote what they were given
+                error = scrub(error, secrets)
+            self.call.fail(exc, error=error)
+        except Exception:  # the agent's exception matters, not ours
+            self.call.abandon(exc)
+
     def _adopt(self, result: Any) -> Any:
         surface, call = self.surface, self.call
         provider = surface.provider
         if provider.kit.is_stream(result):
-            engine = _StreamRecorder(call, surface, _stream_state(result))
+            engine = _StreamRecorder(call, surface, _stream_state(result), secret_values(self.kwargs))
             return _stream_proxy(result, engine, is_async=surface.is_async)
         data = provider.dump(surface, result)
         state = private_state(result)
+        secrets = secret_values(self.kwargs)
+        if secrets and state:  # a belt to the braces above: wherever litellm echoed them
+            state = scrub(state, secrets)
         call.succeed(
             data,
             extra=_redacted(call, {"litellm": state}) if state else None,

@@ -55,3 +55,28 @@ def patched_litellm() -> Iterator[None]:
         yield
     finally:
         unpatch()
+
+
+def _comparable(obj: Any) -> Any:
+    """What replay promises of a litellm object: its type, its attributes, its private state
+    except the echo of the request (``optional_params``) that rewind never records."""
+    if isinstance(obj, (list, tuple)):
+        return [_comparable(o) for o in obj]
+    if isinstance(obj, dict):
+        return {k: _comparable(v) for k, v in obj.items()}
+    if not hasattr(obj, "model_dump"):
+        return obj
+    from rewind.instrumentors.litellm import _REQUEST_ECHOES
+
+    hidden = getattr(obj, "_hidden_params", None) or {}
+    return (
+        type(obj),
+        vars(obj),
+        {k: v for k, v in hidden.items() if k not in _REQUEST_ECHOES},
+        getattr(obj, "_response_headers", None),
+    )
+
+
+def same(replayed: Any, live: Any) -> bool:
+    """``replayed == live`` for litellm objects, as far as a recording can make it so."""
+    return bool(_comparable(replayed) == _comparable(live))

@@ -17,6 +17,7 @@ from _litellm_support import (  # noqa: F401 - patched_litellm is a fixture
     litellm,
     openai_route,
     patched_litellm,
+    same,
 )
 
 import rewind
@@ -53,7 +54,7 @@ def test_stream_replays_litellm_chunks_from_a_custom_stream_wrapper(stub: StubSe
         assert isinstance(stream, _wrapper_type()) and stream.model == live_model(live)
         replayed = list(stream)
     assert [type(c) for c in replayed] == [type(c) for c in live]
-    assert replayed == live  # fields and each chunk's private state
+    assert same(replayed, live)  # fields and each chunk's private state
     assert replayed[-1]._hidden_params.get("usage") == live[-1]._hidden_params.get("usage")
     rebuilt = litellm.stream_chunk_builder(replayed)
     assert rebuilt.choices[0].message.content == LONG
@@ -71,7 +72,7 @@ def test_streamed_tool_calls(stub: StubServer, trace_path: Path) -> None:
     stub.stop()
     with rewind.replay(trace_path):
         replayed = list(_stream(stub, "weather", tools=TOOLS))
-    assert replayed == live
+    assert same(replayed, live)
     call = litellm.stream_chunk_builder(replayed).choices[0].message.tool_calls[0]
     assert call.function.name == "get_weather" and '"Oslo"' in call.function.arguments
 
@@ -117,7 +118,7 @@ def test_break_then_drop_records_exactly_the_chunks_seen_as_truncated(stub: Stub
     stub.stop()
     with rewind.replay(trace_path):
         replayed = list(_stream(stub, "count"))
-    assert replayed == seen
+    assert same(replayed, seen)
 
 
 def test_close_and_with_exit_finalize_once(stub: StubServer, trace_path: Path) -> None:
@@ -177,6 +178,6 @@ def test_error_mid_stream_replays_after_the_same_chunks(stub: StubServer, trace_
         with pytest.raises(type(live_error.value)) as replayed_error:  # the very class live raised
             for chunk in _stream(stub, "fail"):
                 replayed.append(chunk)
-    assert replayed == seen
+    assert same(replayed, seen)
     assert isinstance(replayed_error.value, rewind.ReplayedError)
     assert str(replayed_error.value) == str(live_error.value)
