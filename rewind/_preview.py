@@ -234,8 +234,50 @@ def request_text(request: Any) -> str | None:
     return None
 
 
+def request_preview(request: Any, limit: int | None = None) -> str:
+    """A request in one line, led by what is new in it.
+
+    A chat request re-sends its whole history (the system prompt first) at every step:
+    its newest message is what tells the steps apart, so it comes first, with the
+    message count; other requests are compact JSON.
+    """
+    if isinstance(request, dict) and isinstance(request.get("messages"), list) and request["messages"]:
+        messages = request["messages"]
+        newest = _message_text(messages[-1])
+        count = f"{len(messages)} message" + ("" if len(messages) == 1 else "s")
+        return clip(f"[{count}] {newest}", limit)
+    if isinstance(request, dict) and isinstance(request.get("input"), list) and request["input"]:
+        items = request["input"]  # the Responses API's history
+        count = f"{len(items)} input item" + ("" if len(items) == 1 else "s")
+        return clip(f"[{count}] {_message_text(items[-1])}", limit)
+    return compact(request, limit)
+
+
+def _message_text(message: Any) -> str:
+    """``role: text`` of one chat message; tool calls and tool results named as such."""
+    if not isinstance(message, dict):
+        return compact(message)
+    role = str(message.get("role") or message.get("type") or "message")
+    parts = list(_content_text(message.get("content")))
+    for call in message.get("tool_calls") or []:
+        function = call.get("function") if isinstance(call, dict) else None
+        if isinstance(function, dict):
+            parts.append(f"→ {function.get('name')}({_args(function.get('arguments'))})")
+    content = message.get("content")
+    if isinstance(content, list):  # Anthropic blocks: tool_use / tool_result
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "tool_use":
+                parts.append(f"→ {block.get('name')}({_args(block.get('input'))})")
+            elif isinstance(block, dict) and block.get("type") == "tool_result":
+                parts.append("tool result: " + " ".join(_content_text(block.get("content"))))
+    if message.get("type") == "function_call_output":
+        parts.append(compact(message.get("output")))
+    text = " ".join(p for p in parts if p) or compact({k: v for k, v in message.items() if k != "role"})
+    return f"{role}: {text}"
+
+
 def search_text(event: Event) -> str:
-    """Everything a substring filter looks at for one step (skeleton and a body summary)."""
+    """Everything a substring filter looks at for one step: its skeleton, request and outcome, whole."""
     return " ".join(_filter_fields(event)).lower()
 
 
@@ -245,5 +287,11 @@ def _filter_fields(event: Event) -> Iterable[str]:
     model = model_of(event) if event.kind == "llm" else None
     if model:
         yield model
-    yield outcome(event, 400)
-    yield compact(event.request, 400)
+    yield outcome(event)
+    yield compact(event.request)
+    if not event.ok:
+        yield compact(event.error)
+    elif event.response is not None:
+        yield compact(event.response)
+    else:
+        yield compact(event.get("stream"))

@@ -76,7 +76,8 @@ class Browser:
         # The cursor and error marks are characters too, so they show without colour or reverse video.
         event = self.events[index]
         mark = (">" if selected else " ") + (" " if event.ok else "!")
-        return f"{mark} #{event.seq:<4} {inert(event.kind):<6} {clip(event.name, None)}"
+        # What the step came to (a tool call, the answer, the error), not just what it called.
+        return f"{mark} #{event.seq:<4} {inert(event.kind):<6} {clip(event.name, 32)}  {outcome(event, 80)}"
 
     def apply_filter(self, text: str) -> None:
         keep = self.events[self.visible[self.selected]] if self.visible else None

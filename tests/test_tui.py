@@ -112,6 +112,13 @@ def trip(tmp_path: Path) -> Path:
     return record_trip(tmp_path / "trip.rewind", extra_search=True, failing_search=True)
 
 
+def cells(row: str) -> list[str]:
+    """``["#3", "tool", "search"]`` of a list row (the step's outcome follows them)."""
+    found = re.search(r"(#\d+)\s+(\S+)\s+(\S+)", row)
+    assert found is not None, row
+    return list(found.groups())
+
+
 def list_rows(screen: str) -> list[str]:
     """The step list (left pane) of a captured screen."""
     return [line.split("│")[0].rstrip() for line in screen.splitlines()[1:-1] if "#" in line.split("│")[0]]
@@ -121,9 +128,11 @@ def test_browse_move_jump_and_quit(pane: Pane, trip: Path) -> None:
     pane.start("show", trip, "--tui")
     screen = pane.wait_for(f"rewind · 6 steps · {trip}", "step 0 · memory · recall")
     rows = list_rows(screen)
-    assert [row.split()[-3:] for row in rows][:2] == [["#0", "memory", "recall"], ["#1", "llm", "chat"]]
+    assert [cells(row) for row in rows][:2] == [["#0", "memory", "recall"], ["#1", "llm", "chat"]]
     assert rows[0].startswith(">"), "the cursor starts on the first step"
     assert rows[4].startswith(" !"), "the failed step is marked"
+    # Each row shows what the step came to: the model's tool call, the answer, the error.
+    assert "→ search(" in rows[1] and "✗ " in rows[4]
     assert "── request ──" in screen and '{"topic":"preferences"}' in screen
     assert "j/k move  g/G top/end  PgUp/PgDn page  / filter  Enter expand  q quit" in screen
 
@@ -156,7 +165,7 @@ def test_filter_by_substring(pane: Pane, trip: Path) -> None:
     pane.keys("/")
     pane.keys("paris museums", literal=True)
     screen = pane.wait_for("1/6 steps · filter: paris museums ·", "/paris museums")
-    assert [row.split()[-3] for row in list_rows(screen)] == ["#3"]
+    assert [cells(row)[0] for row in list_rows(screen)] == ["#3"]
     assert "step 3 · tool · search" in screen
     pane.keys("Enter")
     pane.wait_for("q quit", "filter: paris museums")
@@ -165,7 +174,7 @@ def test_filter_by_substring(pane: Pane, trip: Path) -> None:
     pane.keys(*["BSpace"] * len("paris museums"))
     pane.keys("search", literal=True)
     screen = pane.wait_for("5/6 steps · filter: search")
-    assert [row.split()[-3] for row in list_rows(screen)] == ["#1", "#2", "#3", "#4", "#5"]
+    assert [cells(row)[0] for row in list_rows(screen)] == ["#1", "#2", "#3", "#4", "#5"]
     assert "step 3 · tool · search" in screen, "the selected step stays selected"
     pane.keys("Enter")
     pane.keys("j")
@@ -174,7 +183,7 @@ def test_filter_by_substring(pane: Pane, trip: Path) -> None:
     pane.keys(*["BSpace"] * len("search"))
     pane.keys("unavailable", literal=True)
     screen = pane.wait_for("1/6 steps · filter: unavailable")
-    assert [row.split()[-3] for row in list_rows(screen)] == ["#4"]
+    assert [cells(row)[0] for row in list_rows(screen)] == ["#4"]
     pane.keys("Enter")
     pane.keys("/")
     pane.keys("zzz-nothing", literal=True)

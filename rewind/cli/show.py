@@ -7,7 +7,7 @@ import sys
 import click
 
 from .._escape import inert, inert_value
-from .._preview import clip, compact, model_of, outcome
+from .._preview import clip, compact, model_of, outcome, request_preview
 from ..trace import Event, Trace
 from ._common import Output, get_output, is_terminal, open_trace, width
 
@@ -76,7 +76,7 @@ def render_listing(trace: Trace, *, verbose: bool, out: Output, columns: int) ->
         lines.append(step_line(event, seq_width=seq_width, name_width=name_width, columns=columns, out=out))
         if verbose:
             room = max(40, columns - len(indent) - 10) * 2
-            lines.append(f"{indent}request:  {compact(event.request, room)}")
+            lines.append(f"{indent}request:  {request_preview(event.request, room)}")
             if event.ok:
                 response = event.response
                 if response is None and event.get("stream") is not None:
