@@ -8,7 +8,6 @@ the replay decision, seq reservation and the in-memory append.
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import warnings
 import weakref
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
+from . import breakpoints
 from .errors import (
     DivergenceError,
     IdentityCollisionWarning,
@@ -321,9 +321,8 @@ class Session:
         if self.on_step is not None:
             self.on_step(event)
         if self.break_at is not None and event.seq == self.break_at:
-            # The standard hook honours PYTHONBREAKPOINT (=0 disables, =ipdb.set_trace, …).
-            # Step "up" to reach the agent's frames.
-            sys.breakpointhook()
+            # In the agent's own frame, honouring PYTHONBREAKPOINT (=0 disables, =ipdb.set_trace, …).
+            breakpoints.pause(event, self.path)
 
 
 

@@ -212,3 +212,50 @@ def test_a_real_process_honours_pythonbreakpoint(tmp_path: Path) -> None:
         "finished",
     ]
     assert _run(tmp_path, "0").splitlines() == ["served 0", "served 1", "served 2", "finished"]
+
+
+PDB_AGENT = """
+import rewind
+
+@rewind.llm
+def plan(goal):
+    return "plan for " + goal
+
+@rewind.tool
+def act(step):
+    return "did " + step
+
+def agent_turn(goal):
+    the_plan = plan(goal)
+    done = act("search")
+    return the_plan, done
+
+with rewind.record("run.rewind"):
+    agent_turn("a trip")
+with rewind.replay("run.rewind", break_at=1):
+    print("result:", agent_turn("a trip"), flush=True)
+"""
+
+
+def test_the_standard_debugger_stops_in_the_agents_frame(tmp_path: Path) -> None:
+    (tmp_path / "agent.py").write_text(PDB_AGENT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REWIND_", "PYTHONBREAKPOINT"))}
+    result = subprocess.run(
+        [sys.executable, "agent.py"],
+        cwd=tmp_path,
+        env=env,
+        input="p the_plan, done\nc\n",  # what a user types at the (Pdb) prompt
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    # Said which step was served, and where the agent is ...
+    assert "rewind: break_at=1: step 1 (tool 'act') was just served from run.rewind; pausing in " in result.stderr
+    assert "agent.py:14 in agent_turn()" in result.stderr
+    # ... and pdb stopped there: in agent_turn, on the line after the call, the served value assigned.
+    # Before: pdb opened in rewind/session.py, three frames below the agent.
+    assert "agent.py(15)agent_turn()" in result.stdout
+    assert "rewind/" not in result.stdout.split("(Pdb)")[0]
+    assert "('plan for a trip', 'did search')" in result.stdout
+    assert "result: ('plan for a trip', 'did search')" in result.stdout
