@@ -236,13 +236,13 @@ class Session:
         if not left:
             return
         steps = ", ".join(str(e.seq) for e in left[:10]) + (" …" if len(left) > 10 else "")
+        noun = "step" if len(left) == 1 else "steps"
         message = (
             f"rewind: replay of {self.path} ended with {len(left)} recorded {noun} never served "
             f"({noun} {steps}); the run ended earlier than the recording or skipped steps."
         )
         if self.require_full_consumption:
             raise RewindError(message + " require_full_consumption=True makes this a failure.")
-        noun = "step" if len(left) == 1 else "steps"
         warnings.warn(message, UnconsumedEventsWarning, stacklevel=3)
 
     # -- used by the interception core ------------------------------------------------
