@@ -37,6 +37,7 @@ class SDK:
     provider: str  # gen_ai.provider.name
     chat_type: str  # "module:Class" of the chat completion
     embedding_type: str | None  # None: the SDK has no embeddings resource
+    patch_name: str  # the name auto_patch()/patched() know it by
     #: The SDK's paths start with this instead of /v1 (groq: /openai/v1); rewritten for the stub.
     path_prefix: str = "/v1/"
 
@@ -102,6 +103,7 @@ ORDERS = ["client made before patching", "client made after patching"]
 GROQ = SDK(
     module="groq",
     client="Groq",
+    patch_name="groq",
     patch=lambda: rewind.patch_groq(),
     provider="groq",
     chat_type="groq.types.chat:ChatCompletion",
@@ -111,6 +113,7 @@ GROQ = SDK(
 TOGETHER = SDK(
     module="together",
     client="Together",
+    patch_name="together",
     patch=lambda: rewind.patch_together(),
     provider="together_ai",
     chat_type="together.types.chat:ChatCompletion",
@@ -119,6 +122,7 @@ TOGETHER = SDK(
 FIREWORKS = SDK(
     module="fireworks",
     client="Fireworks",
+    patch_name="fireworks",
     patch=lambda: rewind.patch_fireworks(),
     provider="fireworks",
     chat_type="fireworks.types.chat:CompletionCreateResponse",
@@ -321,6 +325,25 @@ class CompatSuite:
         with pytest.warns(UnconsumedEventsWarning), replay, pytest.raises(rewind.DivergenceError) as caught:
             self.chat(client, "a different question")
         assert caught.value.step == 0
+
+    # -- how it is switched on -----------------------------------------------------------
+    def test_entry_point_and_patched_context(self, stub: StubServer, trace_path: Path) -> None:
+        from importlib.metadata import entry_points
+
+        from rewind import integrations
+
+        name = self.sdk.patch_name
+        (entry,) = [e for e in entry_points(group="opentelemetry_instrumentor") if e.name == f"rewind_{name}"]
+        assert entry.load().__module__ == f"rewind.instrumentors.{name}"
+        client = self.sdk.make(stub)
+        after = trace_path.with_name("after.rewind")
+        with integrations.patched(name), rewind.record(trace_path):
+            self.chat(client, "inside patched()")
+        with rewind.record(after):
+            self.chat(client, "after patched(): unhooked")
+        client.close()
+        assert [e.name for e in events(trace_path)] == [f"{self.sdk.name}.chat.completions.create"]
+        assert events(after) == []
 
     # -- secrets and transport noise -------------------------------------------------------
     def test_api_key_and_headers_never_reach_the_trace(self, client: Any, stub: StubServer, trace_path: Path) -> None:
