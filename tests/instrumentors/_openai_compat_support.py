@@ -216,6 +216,26 @@ class CompatSuite:
             assert json.loads(raw.text())["id"] == live.id
         assert type(replayed) is self.sdk.type(self.sdk.chat_type) and replayed == live
 
+    async def test_async_with_raw_response_and_raw_stream(
+        self, aclient: Any, stub: StubServer, trace_path: Path
+    ) -> None:
+        raw_create = aclient.chat.completions.with_raw_response.create
+        async with rewind.record(trace_path):
+            raw = await raw_create(model=MODEL, messages=ask("raw"))
+            live = await raw.parse()
+            streamed = await raw_create(model=MODEL, messages=ask("raw stream"), stream=True)
+            live_chunks = [chunk async for chunk in await streamed.parse()]
+        stub.stop()
+        async with rewind.replay(trace_path):
+            replayed_raw = await raw_create(model=MODEL, messages=ask("raw"))
+            replayed = await replayed_raw.parse()
+            streamed = await raw_create(model=MODEL, messages=ask("raw stream"), stream=True)
+            replayed_chunks = [chunk async for chunk in await streamed.parse()]
+        assert type(replayed_raw) is type(raw)
+        assert replayed_raw.headers.get("x-request-id") == raw.headers.get("x-request-id")
+        assert type(replayed) is self.sdk.type(self.sdk.chat_type) and replayed == live
+        assert replayed_chunks == live_chunks and len(live_chunks) > 1
+
     def test_embeddings(self, client: Any, stub: StubServer, trace_path: Path) -> None:
         if self.sdk.embedding_type is None:
             assert not hasattr(client, "embeddings")  # nothing to hook: the SDK has no such resource
