@@ -16,10 +16,12 @@ Clients built before patching
 -----------------------------
 The SDK re-binds ``chat`` and ``chat_stream`` on every client it constructs (argument
 checks and experimental-feature warnings wrap the bound method), so a client built
-before ``patch_cohere()`` keeps the unpatched methods and its chats bypass rewind. Its
-``embed`` and ``rerank`` are recorded normally. Rewind notices such a chat on the wire
-while a session is active and says so once (``PatchGapWarning``): patch first, then
-construct clients.
+before ``patch_cohere()`` keeps the unpatched public methods. From cohere 5.16 those
+still call the SDK's raw client, which is hooked too: such a chat is recorded there, as
+the same step with the same identity (a client built after patching passes through that
+layer, its public hook being the step). On 5.13 to 5.15 nothing else is reachable: the
+chat runs live and unrecorded, and rewind says so once (``PatchGapWarning``) when it
+sees one on the wire under a session. ``embed`` and ``rerank`` are covered either way.
 
 The SDK is not Stainless-generated, so this module brings its own kit (``_kit``):
 streams are generators, payloads parse with the SDK's own lenient ``construct_type``
@@ -44,9 +46,10 @@ from ._errors import error_record, revive_error
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import ASYNC_GENERATORS, GENERATORS, Kit
 from ._stainless import dump_model, keep_headers, resolve
-from ._surface import BindingFields, NativeProvider, Surface, intercepting, sync_wrapper, warn_once
+from ._surface import BindingFields, NativeProvider, Surface, async_wrapper, intercepting, sync_wrapper, warn_once
 
 _V2 = "cohere.v2.client"
+_RAW = "cohere.v2.raw_client"
 _TYPES = "cohere.types"
 #: Recorded call names of the wire paths a chat of a client built before patching sends.
 _CHAT_PATHS = {"v2/chat": "chat / chat_stream"}
@@ -144,7 +147,34 @@ class CohereProvider(NativeProvider):
                     result=f"{_TYPES}:RerankResponse",
                     **common,
                 ),
-                # Not recorded: notices chats of clients built before patching (module docstring).
+                # Clients built before patching reach chat through the raw client only
+                # (module docstring): the same steps, hooked one layer down. A client built
+                # after patching passes through here (its public hook is running).
+                Surface(
+                    f"{_RAW}:{prefix}RawV2Client",
+                    "chat",
+                    "cohere.v2.chat",
+                    operation="chat",
+                    path="/v2/chat",
+                    result=f"cohere.v2:V2ChatResponse|{_TYPES}:ChatResponse",
+                    is_async=is_async,
+                    required=False,
+                    provider=self,
+                ),
+                Surface(
+                    f"{_RAW}:{prefix}RawV2Client",
+                    "chat_stream",
+                    "cohere.v2.chat_stream",
+                    operation="chat",
+                    path="/v2/chat",
+                    result=f"cohere.v2:V2ChatResponse|{_TYPES}:ChatResponse",
+                    chunk=f"cohere.v2:V2ChatStreamResponse|{_TYPES}:StreamedChatResponseV2",
+                    is_async=is_async,
+                    required=False,
+                    provider=self,
+                ),
+                # Not recorded: notices chats of clients built before patching on SDKs
+                # without a raw client (before 5.16), where nothing else can catch them.
                 Surface(
                     f"cohere.core.http_client:{prefix}HttpClient",
                     "request",
@@ -173,6 +203,8 @@ class CohereProvider(NativeProvider):
     def hook(self, surface: Surface) -> Callable[..., Any]:
         if not surface.name:
             return _bypass_detector
+        if surface.owner.startswith(_RAW) and surface.method == "chat_stream":
+            return _raw_stream_hook(surface)
         if surface.method == "chat_stream":
             # Both twins are generator functions: the call itself is synchronous and sends
             # nothing; the request goes out on the first read of the (async) generator.
@@ -249,7 +281,18 @@ class CohereProvider(NativeProvider):
 
     # -- recording ------------------------------------------------------------------
     def dump(self, surface: Surface, result: Any) -> Any:
+        if surface.owner.startswith(_RAW):
+            result = result.data  # the raw client's HttpResponse around the model
         return dump_fern(result)
+
+    def revive(self, surface: Surface, data: Any, kwargs: Mapping[str, Any]) -> Any:
+        revived = super().revive(surface, data, kwargs)
+        if not surface.owner.startswith(_RAW):
+            return revived
+        http_response = resolve("cohere.core.http_response:HttpResponse")
+        hx = self.kit.httpx
+        wire = hx.Response(200, json=data, request=hx.Request("POST", "http://replayed.invalid/v2/chat"))
+        return http_response(response=wire, data=revived)
 
     def dump_chunk(self, surface: Surface, chunk: Any) -> Any:
         return dump_fern(chunk)
@@ -300,6 +343,57 @@ def dump_fern(model: Any) -> Any:
         except Exception:  # fall back to pydantic's dump
             pass
     return dump_model(model)
+
+
+class _RawData:
+    """What ``V2Client.chat_stream`` reads from the raw client's stream context: ``.data``."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: Any) -> None:
+        self.data = data
+
+
+class _RawStream:
+    """The raw ``chat_stream`` context manager, its events recorded or replayed (sync and async)."""
+
+    def __init__(self, send: Callable[..., Any], wrapped: Callable[..., Any], call: tuple[Any, ...]) -> None:
+        self._send = send
+        self._wrapped = wrapped
+        self._call = call  # (instance, args, kwargs)
+        self._live: Any = None
+
+    def _open(self, *args: Any, **kwargs: Any) -> Any:
+        self._live = self._wrapped(*args, **kwargs)
+        return self._live.__enter__().data
+
+    async def _aopen(self, *args: Any, **kwargs: Any) -> Any:
+        self._live = self._wrapped(*args, **kwargs)
+        return (await self._live.__aenter__()).data
+
+    def __enter__(self) -> _RawData:
+        return _RawData(self._send(self._open, *self._call))
+
+    def __exit__(self, *exc_info: Any) -> Any:
+        return self._live.__exit__(*exc_info) if self._live is not None else None
+
+    async def __aenter__(self) -> _RawData:
+        return _RawData(await self._send(self._aopen, *self._call))
+
+    async def __aexit__(self, *exc_info: Any) -> Any:
+        return await self._live.__aexit__(*exc_info) if self._live is not None else None
+
+
+def _raw_stream_hook(surface: Surface) -> Callable[..., Any]:
+    """The raw client's ``chat_stream`` sends on entering its context: intercepted there."""
+    send = async_wrapper(surface) if surface.is_async else sync_wrapper(surface)
+
+    def hook(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if intercepting() or current_session() is None:
+            return wrapped(*args, **kwargs)  # a client built after patching: its public hook runs
+        return _RawStream(send, wrapped, (instance, args, kwargs))
+
+    return hook
 
 
 def _bypass_detector(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

@@ -6,6 +6,7 @@ server, and replays with no network: results must be equal and of the SDK's own 
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 import json
@@ -359,7 +360,50 @@ def test_error_opening_a_stream_replays_on_first_read(co: Any, stub: StubServer,
 # --------------------------------------------------------------------------- construction order
 
 
-def test_client_built_before_patching(stub: StubServer, trace_path: Path) -> None:
+@pytest.mark.skipif(OLD_STREAMS, reason="cohere < 5.16 has no raw client: chats of early clients only warn")
+def test_client_built_before_patching_is_recorded(stub: StubServer, trace_path: Path) -> None:
+    def clients() -> tuple[Any, Any]:
+        return (
+            cohere.ClientV2(api_key=API_KEY, base_url=stub.cohere_base_url, **NO_RETRIES),
+            cohere.AsyncClientV2(api_key=API_KEY, base_url=stub.cohere_base_url, **NO_RETRIES),
+        )
+
+    def agent(co: Any, aco: Any) -> list[Any]:
+        async def async_part() -> list[Any]:
+            done = await aco.chat(model=MODEL, messages=ask("early async"))
+            return [done, [event async for event in aco.chat_stream(model=MODEL, messages=ask("early astream"))]]
+
+        return [
+            co.chat(model=MODEL, messages=ask("early")),
+            list(co.chat_stream(model=MODEL, messages=ask("early stream"))),
+            co.embed(model="embed-v4.0", texts=["x"], input_type="search_query", embedding_types=["float"]),
+            *asyncio.run(async_part()),
+        ]
+
+    early = clients()
+    unpatch = rewind.patch_cohere()
+    try:
+        with rewind.record(trace_path):
+            live = agent(*early)
+        assert [e.name for e in events(trace_path)] == [
+            "cohere.v2.chat",
+            "cohere.v2.chat_stream",
+            "cohere.v2.embed",
+            "cohere.v2.chat",
+            "cohere.v2.chat_stream",
+        ]
+        stub.stop()
+        with rewind.replay(trace_path):
+            assert agent(*early) == live
+        # The same recording replays through clients built after patching: one identity for both.
+        with rewind.replay(trace_path):
+            assert agent(*clients()) == live
+    finally:
+        unpatch()
+
+
+@pytest.mark.skipif(not OLD_STREAMS, reason="this cohere records chats of early clients")
+def test_client_built_before_patching_warns_on_old_sdks(stub: StubServer, trace_path: Path) -> None:
     early = cohere.ClientV2(api_key=API_KEY, base_url=stub.cohere_base_url, **NO_RETRIES)
     unpatch = rewind.patch_cohere()
     try:
@@ -371,9 +415,8 @@ def test_client_built_before_patching(stub: StubServer, trace_path: Path) -> Non
         assert [e.name for e in events(trace_path)] == ["cohere.v2.embed"]
         stub.stop()
         with rewind.replay(trace_path):
-            assert early.embed(
-                model="embed-v4.0", texts=["x"], input_type="search_query", embedding_types=["float"]
-            ) == (vectors)
+            again = early.embed(model="embed-v4.0", texts=["x"], input_type="search_query", embedding_types=["float"])
+        assert again == vectors
     finally:
         unpatch()
 
