@@ -16,10 +16,11 @@ from .. import blobs as _blobs
 from .._preview import error_line, model_of, outcome, stream_text
 from ..accounting import PRICES_CHECKED, ModelPrice, account, price_for, usage_of
 from ..trace import BLOBS_FORMAT_VERSION, Event, Trace
-from ._payload import Embedder, Limits
+from ._payload import CLIP, Embedder
 
 _SUMMARY = 240
 _STREAMED = 20_000
+_HEADER_STRING = 2_000
 # Beyond these a number in a skeleton is damage, not time (the year 5138; 115 days).
 _MAX_TS = 1e11
 _MAX_MS = 1e10
@@ -39,14 +40,19 @@ def _blob_store(trace: Trace) -> _blobs.BlobStore | None:
     return _blobs.BlobStore(_blobs.resolve_dir(trace.path, trace.header), trace_path=trace.path)
 
 
-def _header(trace: Trace, embedder: Embedder) -> Any:
-    # The header is user data too (meta=): bounded like a step body, never trusted as markup.
-    saved = embedder.limits
-    embedder.limits = Limits(max_string=2_000, max_image=0, max_bytes=None)
-    try:
-        return embedder._bound(trace.header, None, None)
-    finally:
-        embedder.limits = saved
+def _header(value: Any) -> Any:
+    """The header as the page shows it: user data too (``meta=``), so long strings are cut."""
+    if isinstance(value, str):
+        return (
+            value
+            if len(value) <= _HEADER_STRING
+            else {CLIP: value[:_HEADER_STRING], "omitted": len(value) - _HEADER_STRING}
+        )
+    if isinstance(value, list):
+        return [_header(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _header(item) for key, item in value.items()}
+    return value
 
 
 def _for_accounting(event: Event, step: Event, model: str | None, stream: Any) -> Event:
@@ -188,7 +194,7 @@ def build_section(
     data = {
         "label": label or trace.path or "trace",
         "path": trace.path,
-        "header": _header(trace, embedder),
+        "header": _header(trace.header),
         "version": trace.version,
         "torn_tail": trace.torn_tail,
         "fork_at": fork_at,
