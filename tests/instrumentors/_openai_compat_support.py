@@ -346,6 +346,28 @@ class CompatSuite:
             self.chat(client, "a different question")
         assert caught.value.step == 0
 
+    def test_a_raw_wrapper_first_used_before_patching_stays_unpatched(
+        self, stub: StubServer, trace_path: Path
+    ) -> None:
+        """The documented limit: the SDK caches a resource's raw wrapper with the method it found."""
+        early = self.sdk.make(stub)
+        early.chat.completions.with_raw_response.create(model=MODEL, messages=ask("warm-up"))
+        unpatch = self.sdk.patch()
+        late = self.sdk.make(stub)
+        try:
+            with rewind.record(trace_path):
+                early.chat.completions.with_raw_response.create(model=MODEL, messages=ask("early client"))
+                early.chat.completions.create(model=MODEL, messages=ask("early client, plain"))
+                late.chat.completions.with_raw_response.create(model=MODEL, messages=ask("late client"))
+        finally:
+            early.close()
+            late.close()
+            unpatch()
+        assert [e.request["messages"][0]["content"] for e in events(trace_path)] == [
+            "early client, plain",
+            "late client",
+        ]
+
     # -- how it is switched on -----------------------------------------------------------
     def test_entry_point_and_patched_context(self, stub: StubServer, trace_path: Path) -> None:
         from importlib.metadata import entry_points
