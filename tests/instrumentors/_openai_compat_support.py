@@ -325,6 +325,15 @@ class CompatSuite:
         assert replayed.value.response.headers["retry-after"] == "3"
         assert str(replayed.value) == str(live.value)
 
+    def test_connection_error_replays(self, client: Any, stub: StubServer, trace_path: Path) -> None:
+        sdk = self.sdk.sdk()
+        stub.stop()  # nothing listens: the live call cannot connect
+        with rewind.record(trace_path), pytest.raises(sdk.APIConnectionError):
+            self.chat(client, "anyone there?")
+        with rewind.replay(trace_path), pytest.raises(sdk.APIConnectionError) as replayed:
+            self.chat(client, "anyone there?")
+        assert isinstance(replayed.value, rewind.ReplayedError)
+
     async def test_async_status_error(self, aclient: Any, stub: StubServer, trace_path: Path) -> None:
         sdk = self.sdk.sdk()
         stub.fail_next(500)
