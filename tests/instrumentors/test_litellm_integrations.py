@@ -147,7 +147,7 @@ def agent(server, fail=False):
 with StubServer() as server:
     with rewind.record(path):
         agent(server, fail=True)
-recorded = len(memory.get_finished_spans())
+recorded = len([s for s in memory.get_finished_spans() if s.attributes.get("rewind.kind") == "llm"])
 with rewind.replay(path):
     agent(server)
 
@@ -214,6 +214,7 @@ def test_opentelemetry_instrument_records_and_replays_an_unmodified_litellm_agen
         full = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REWIND_"))}
         full.update(
             OPENAI_BASE_URL=server.openai_base_url,  # where litellm sends openai/ models
+            OPENAI_API_BASE=server.openai_base_url,  # the name litellm before ~1.7x reads
             OPENAI_API_KEY=API_KEY,
             LITELLM_LOCAL_MODEL_COST_MAP="True",
             OTEL_TRACES_EXPORTER="none",
