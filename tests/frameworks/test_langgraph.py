@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -9,11 +10,12 @@ import pytest
 pytest.importorskip("langgraph")
 pytest.importorskip("langchain_openai")
 
+# Module level: LangGraph reads the node functions' type hints at graph build time.
+from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
 
-def test_react_agent_calls_a_tool_and_answers(battery: Any, tools: Any) -> None:
+
+def _weather_tool(tools: Any) -> Any:
     from langchain_core.tools import tool
-    from langchain_openai import ChatOpenAI
-    from langgraph.prebuilt import create_react_agent
 
     @tool
     def get_weather(city: str) -> str:
@@ -21,14 +23,139 @@ def test_react_agent_calls_a_tool_and_answers(battery: Any, tools: Any) -> None:
         tools("get_weather", city)
         return f"It is sunny and 21C in {city}."
 
+    return get_weather
+
+
+def test_react_agent_calls_a_tool_and_answers(battery: Any, tools: Any) -> None:
+    from langchain_openai import ChatOpenAI
+    from langgraph.prebuilt import create_react_agent
+
+    get_weather = _weather_tool(tools)
+
     def agent() -> list[str]:
         model = ChatOpenAI(model="gpt-4o-mini", base_url=battery.stub.openai_base_url, max_retries=0)
         graph = create_react_agent(model, [get_weather])
         state = graph.invoke({"messages": [("user", "What is the weather in Oslo?")]})
         return [str(m.content) for m in state["messages"]]
 
-    messages = battery.run(agent)
+    with pytest.warns(DeprecationWarning):  # LangGraph 1.x moved it to langchain.agents
+        messages = battery.run(agent)
     assert battery.live_tools == ["get_weather"]
     assert tools.names() == ["get_weather"]  # the tool is agent code: it ran again on replay
     assert "sunny" in messages[-1]
     assert [e.kind for e in battery.steps] == ["llm", "llm"]
+
+
+def test_create_agent_of_langchain_1(battery: Any, tools: Any) -> None:
+    """LangGraph 1.x's documented entry point: ``langchain.agents.create_agent`` (a LangGraph graph)."""
+    pytest.importorskip("langchain.agents")
+    from langchain.agents import create_agent
+    from langchain_openai import ChatOpenAI
+
+    get_weather = _weather_tool(tools)
+
+    def agent() -> list[str]:
+        model = ChatOpenAI(model="gpt-4o-mini", max_retries=0)  # OPENAI_BASE_URL points at the stub
+        graph = create_agent(model, tools=[get_weather], system_prompt="You are a terse weather bot.")
+        state = graph.invoke({"messages": [{"role": "user", "content": "What is the weather in Lima?"}]})
+        return [str(m.content) for m in state["messages"]]
+
+    messages = battery.run(agent)
+    assert battery.live_tools == ["get_weather"]
+    assert messages[-1] == "Based on the tool result: It is sunny and 21C in What is the weather in Lima?."
+    assert [e.kind for e in battery.steps] == ["llm", "llm"]
+
+
+def test_parallel_tool_calls_run_concurrently_and_replay(battery: Any, tools: Any) -> None:
+    """One model turn asks for two tools; LangGraph's ToolNode runs them at the same time.
+
+    Only the model calls are recorded (the tools are agent code), and they stay sequential:
+    ToolNode appends the tool results in the order of the model's tool calls, whichever tool
+    finishes first, so the next request is the same on every run and strict matching holds.
+    ``match="parallel"`` replays it too (asserted below).
+    """
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from langgraph.prebuilt import ToolNode
+
+    # Both tools wait for each other: the run only finishes if they really run at once.
+    meeting = threading.Barrier(2, timeout=10)
+
+    @tool
+    def get_weather(city: str) -> str:
+        """The current weather in a city."""
+        meeting.wait()
+        tools("get_weather", city)
+        return f"sunny in {city}"
+
+    @tool
+    def get_time(city: str) -> str:
+        """The local time in a city."""
+        meeting.wait()
+        tools("get_time", city)
+        return f"noon in {city}"
+
+    battery.stub.add_script(
+        {
+            "tool_calls": [
+                {"name": "get_weather", "arguments": {"city": "Rome"}},
+                {"name": "get_time", "arguments": {"city": "Rome"}},
+            ]
+        }
+    )
+
+    def agent() -> list[str]:
+        # The graph as LangGraph's docs build it by hand: a model node, a ToolNode, a loop.
+        model = ChatOpenAI(model="gpt-4o-mini", max_retries=0).bind_tools([get_weather, get_time])
+
+        def call_model(state: MessagesState) -> dict[str, Any]:
+            return {"messages": [model.invoke(state["messages"])]}
+
+        def route(state: MessagesState) -> str:
+            return "tools" if state["messages"][-1].tool_calls else END
+
+        builder = StateGraph(MessagesState)
+        builder.add_node("model", call_model)
+        builder.add_node("tools", ToolNode([get_weather, get_time]))
+        builder.add_edge(START, "model")
+        builder.add_conditional_edges("model", route, ["tools", END])
+        builder.add_edge("tools", "model")
+        state = builder.compile().invoke({"messages": [("user", "Weather and time in Rome?")]})
+        return [str(m.content) for m in state["messages"]]
+
+    messages = battery.run(agent)
+    assert sorted(battery.live_tools) == ["get_time", "get_weather"]
+    assert sorted(tools.names()) == ["get_time", "get_weather"]
+    assert messages[-1] == "Based on the tool result: sunny in Rome; noon in Rome"
+    assert [e.kind for e in battery.steps] == ["llm", "llm"]
+
+    import rewind
+    from rewind.integrations import patched
+
+    with patched("openai"), rewind.replay(battery.trace, match="parallel"):
+        assert agent() == messages
+
+
+def test_stream_mode_messages_streams_tokens(battery: Any, tools: Any) -> None:
+    from langchain_openai import ChatOpenAI
+    from langgraph.prebuilt import create_react_agent
+
+    get_weather = _weather_tool(tools)
+
+    def agent() -> list[str]:
+        model = ChatOpenAI(model="gpt-4o-mini", streaming=True, max_retries=0)
+        graph = create_react_agent(model, [get_weather])
+        tokens: list[str] = []
+        for chunk, metadata in graph.stream(
+            {"messages": [("user", "What is the weather in Quito?")]}, stream_mode="messages"
+        ):
+            if metadata["langgraph_node"] == "agent" and chunk.content:
+                tokens.append(str(chunk.content))
+        return tokens
+
+    with pytest.warns(DeprecationWarning):
+        tokens = battery.run(agent)
+    assert battery.live_tools == ["get_weather"]
+    assert len(tokens) > 3  # word by word, not one message
+    assert "".join(tokens).startswith("Based on the tool result: It is sunny")
+    assert [(e.kind, e.name) for e in battery.steps][0][0] == "llm"
