@@ -11,7 +11,7 @@ pytest.importorskip("langgraph")
 pytest.importorskip("langchain_openai")
 
 # Module level: LangGraph reads the node functions' type hints at graph build time.
-from langgraph.graph import END, START, MessagesState, StateGraph  # noqa: E402
+from langgraph.graph import END, START, MessagesState, StateGraph
 
 
 def _weather_tool(tools: Any) -> Any:
@@ -158,4 +158,6 @@ def test_stream_mode_messages_streams_tokens(battery: Any, tools: Any) -> None:
     assert battery.live_tools == ["get_weather"]
     assert len(tokens) > 3  # word by word, not one message
     assert "".join(tokens).startswith("Based on the tool result: It is sunny")
-    assert [(e.kind, e.name) for e in battery.steps][0][0] == "llm"
+    steps = battery.steps
+    assert [e.kind for e in steps] == ["llm", "llm"]
+    assert all(e.request["stream"] for e in steps)  # recorded as streams, replayed as streams
