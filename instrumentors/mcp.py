@@ -29,6 +29,8 @@ import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from pydantic import BaseModel
+
 from rewind.core import Call, begin_call
 from rewind.errors import RedactionError
 from rewind.replayed_error import decode_error
@@ -117,9 +119,10 @@ class MCPProvider(Provider):
         path = surface.result
         if isinstance(type_name, str) and type_name.isidentifier():
             path = f"{_TYPES}:{type_name}"
-        type_ = self.type_of(path)
-        if not (isinstance(type_, type) and hasattr(type_, "model_validate")):
-            self._fallback(path, "mcp has no such type")
+        type_ = self.type_of(path)  # mcp.types is imported already: the session module uses it
+        if not (isinstance(type_, type) and issubclass(type_, BaseModel)):
+            # A trace names only a model class of mcp.types; anything else is served as data.
+            self._fallback(path, "mcp.types has no such model")
             return data
         try:
             return self.kit.parse(type_, data)
