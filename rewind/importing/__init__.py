@@ -1,0 +1,92 @@
+"""Replay from the telemetry you already have: ``rewind import`` and ``rewind check``.
+
+Two independent axes:
+
+* readers, one per source, produce neutral spans (``spans.SpanRecord``): OTLP JSON
+  (the Collector ``file`` exporter; gzip too) and OTLP protobuf files (``otlp``), a
+  running Arize Phoenix over its HTTP API (``phoenix``);
+* mappers, one per attribute layout, turn a span into a step (``mappers``): rewind's
+  own spans, the GenAI semantic conventions, OpenInference, OpenLLMetry.
+
+``build`` orders the steps causally and rebuilds each model call in its provider's wire
+shape (``wire``), so the SDK instrumentors revive it as real SDK objects;
+``TelemetryMatcher`` replays it comparing what telemetry carries; ``check`` says, per
+step, whether a trace can be replayed and why not.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .build import ImportReport, StepReport, build, choose_trace
+from .check import CheckReport, StepCheck, check_trace
+from .errors import TelemetryError
+from .matcher import TelemetryMatcher
+from .spans import SpanRecord
+
+
+def read_spans(
+    source: str, *, project: str = "default", headers: dict[str, str] | None = None
+) -> tuple[list[SpanRecord], list[str]]:
+    """Every span of ``source`` (a file path, or a Phoenix ``http(s)://`` URL) and reader notes."""
+    if source.startswith(("http://", "https://")):
+        from .phoenix import read_phoenix
+
+        return read_phoenix(source, project, headers=headers), []
+    from .otlp import read_file
+
+    if not os.path.exists(source):
+        raise TelemetryError(f"{source}: no such file")
+    collected = read_file(os.fspath(source))
+    return collected.spans, collected.skipped
+
+
+def import_telemetry(
+    source: str | os.PathLike[str],
+    output: str | os.PathLike[str] | None = None,
+    *,
+    trace_id: str | None = None,
+    service: str | None = None,
+    project: str = "default",
+    attribute_limit: int | None = None,
+) -> ImportReport:
+    """Rebuild one run from telemetry as a rewind trace written to ``output``.
+
+    ``source`` is an OTLP JSON file (one ``ExportTraceServiceRequest`` per line, as the
+    Collector's ``file`` exporter writes it; ``.gz`` too), an OTLP protobuf dump, or the
+    URL of a running Arize Phoenix (``project`` names its project). ``trace_id`` picks
+    the run when the source holds several; ``service`` keeps the spans of one
+    ``service.name``. ``attribute_limit`` is the attribute length limit the producers
+    ran with, when known: text exactly that long is reported truncated.
+
+    Returns the report (per step: layout, problems, replayable). Raises
+    ``TelemetryError`` when the source cannot be read or holds no spans at all.
+    """
+    text = os.fspath(source)
+    spans, notes = read_spans(text, project=project)
+    chosen = choose_trace(spans, trace_id, service, text)
+    trace, report = build(chosen, source=text, attribute_limit=attribute_limit)
+    report.notes[:0] = notes
+    if output is not None:
+        destination = os.fspath(output)
+        trace.dump(destination)
+        report.output = destination
+    return report
+
+__all__ = [
+    "CheckReport",
+    "ImportReport",
+    "SpanRecord",
+    "StepCheck",
+    "StepReport",
+    "TelemetryError",
+    "TelemetryMatcher",
+    "check_trace",
+    "import_telemetry",
+    "read_spans",
+]
+
+
+def __dir__() -> list[Any]:
+    return list(__all__)

@@ -1,0 +1,354 @@
+"""From spans to a rewind trace: pick the run, map each span, order the steps, write the file.
+
+What could not be recovered is never papered over: every step carries its problems
+(``imported.problems`` in the trace line), spans no mapper understood are listed with
+their attribute names, and a step whose content is missing or truncated is written
+(so the run's shape stays whole) but refused at replay (``rewind check`` says why).
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..canonical import canonical_json, text_fingerprint
+from ..trace import KINDS, Event, Trace, new_header
+from . import wire
+from .errors import TelemetryError
+from .mappers import mapper_for
+from .model import (
+    ATTRIBUTES_DROPPED,
+    CONTENT_MISSING,
+    CONTENT_TRUNCATED,
+    TOOLS_MISSING,
+    Draft,
+    Problem,
+    Unmapped,
+)
+from .spans import SpanRecord, causal_order
+
+#: The trace-line key holding what an imported step came from and what is wrong with it.
+IMPORTED = "imported"
+
+
+@dataclass
+class StepReport:
+    seq: int
+    kind: str
+    name: str
+    layout: str
+    span_id: str
+    replayable: bool
+    problems: list[Problem]
+    exact: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "kind": self.kind,
+            "name": self.name,
+            "layout": self.layout,
+            "span_id": self.span_id,
+            "exact": self.exact,
+            "replayable": self.replayable,
+            "problems": [p.to_dict() for p in self.problems],
+        }
+
+
+@dataclass
+class ImportReport:
+    """What ``import_telemetry`` did: where from, which run, each step, and what it could not use."""
+
+    source: str
+    output: str | None
+    trace_id: str
+    service: str | None
+    steps: list[StepReport] = field(default_factory=list)
+    unknown: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def replayable(self) -> bool:
+        return all(step.replayable for step in self.steps)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "output": self.output,
+            "trace_id": self.trace_id,
+            "service": self.service,
+            "replayable": self.replayable,
+            "steps": [s.to_dict() for s in self.steps],
+            "unknown_layouts": self.unknown,
+            "notes": self.notes,
+        }
+
+
+def choose_trace(spans: list[SpanRecord], trace_id: str | None, service: str | None, source: str) -> list[SpanRecord]:
+    """The spans of one run: the one asked for, else the only one holding GenAI steps."""
+    if service is not None:
+        spans = [s for s in spans if s.service == service]
+        if not spans:
+            raise TelemetryError(f"{source}: no spans from service {service!r}")
+    if trace_id is not None:
+        wanted = trace_id.strip().lower()
+        chosen = [s for s in spans if s.trace_id == wanted]
+        if not chosen:
+            known = ", ".join(sorted({s.trace_id for s in spans})[:10])
+            raise TelemetryError(f"{source}: no spans in trace {trace_id} (traces here: {known or 'none'})")
+        return chosen
+    by_trace: dict[str, list[SpanRecord]] = {}
+    for span in spans:
+        by_trace.setdefault(span.trace_id, []).append(span)
+    with_steps = {tid: group for tid, group in by_trace.items() if any(mapper_for(s) for s in group)}
+    if len(with_steps) == 1:
+        return next(iter(with_steps.values()))
+    if not with_steps:
+        if not spans:
+            raise TelemetryError(f"{source}: no spans found")
+        return spans  # nothing mappable anywhere: the report lists what was seen
+    lines = []
+    for tid, group in sorted(with_steps.items(), key=lambda kv: min(s.start_ns for s in kv[1])):
+        services = ", ".join(sorted({s.service or "?" for s in group}))
+        steps = sum(1 for s in group if mapper_for(s))
+        lines.append(f"{tid} ({steps} GenAI spans; {services})")
+    raise TelemetryError(
+        f"{source} holds {len(with_steps)} runs; pass --trace-id ID (trace_id=) to pick one: " + "; ".join(lines)
+    )
+
+
+def build(spans: list[SpanRecord], *, source: str, attribute_limit: int | None = None) -> tuple[Trace, ImportReport]:
+    """Map one run's spans to a trace (not written) and its report."""
+    ordered = causal_order(spans)
+    by_id = {s.span_id: s for s in ordered}
+    drafts: list[Draft] = []
+    unmapped: list[Unmapped] = []
+    step_spans: dict[str, str] = {}
+    for span in ordered:
+        mapper = mapper_for(span)
+        if mapper is None:
+            unmapped.append(Unmapped(span, "no layout", sorted(span.attributes)))
+            continue
+        try:
+            draft = mapper.map_span(span)
+        except Exception as exc:  # hostile or odd telemetry: reported, never a crash
+            unmapped.append(Unmapped(span, f"{mapper.layout}: {type(exc).__name__}: {exc}", sorted(span.attributes)))
+            continue
+        if draft is None:
+            continue  # an agent, chain or workflow span: it holds steps, it is not one
+        if _inside_same_kind(span, draft.kind, step_spans, by_id):
+            continue  # a second instrumentation's span for the same call
+        step_spans[span.span_id] = draft.kind
+        drafts.append(draft)
+    _mark_truncation(drafts, attribute_limit)
+    trace_id = ordered[0].trace_id if ordered else ""
+    services = Counter(s.service for s in ordered if s.service)
+    report = ImportReport(source, None, trace_id, services.most_common(1)[0][0] if services else None)
+    report.unknown = _unknown(unmapped, step_spans, by_id)
+    events = _events(drafts, report)
+    header = new_header(
+        None,
+        imported={
+            "source": source,
+            "trace_id": trace_id,
+            "service": report.service,
+            "layouts": dict(Counter(d.layout for d in drafts)),
+        },
+    )
+    return Trace(events, header=header), report
+
+
+def _inside_same_kind(span: SpanRecord, kind: str, steps: dict[str, str], by_id: dict[str, SpanRecord]) -> bool:
+    parent, seen = span.parent_id, set()
+    while parent and parent in by_id and parent not in seen:
+        seen.add(parent)
+        if steps.get(parent) == kind:
+            return True
+        parent = by_id[parent].parent_id
+    return False
+
+
+def _events(drafts: list[Draft], report: ImportReport) -> list[Event]:
+    seqs = [d.seq if d.event is None else d.event.get("seq") for d in drafts]
+    keep_seqs = all(isinstance(s, int) for s in seqs) and len(set(seqs)) == len(seqs)
+    if drafts and not keep_seqs and any(s is not None for s in seqs):
+        report.notes.append("rewind.seq is missing or repeated on some spans: steps renumbered in causal order")
+    events: list[Event] = []
+    for index, draft in enumerate(drafts):
+        seq = int(seqs[index]) if keep_seqs else index  # type: ignore[arg-type]
+        event = _event(draft, seq)
+        events.append(event)
+        report.steps.append(
+            StepReport(
+                seq,
+                event.kind,
+                event.name,
+                draft.layout,
+                draft.span.span_id,
+                draft.replayable,
+                draft.problems,
+                draft.event is not None and not draft.problems,
+            )
+        )
+    events.sort(key=lambda e: e.seq)
+    report.steps.sort(key=lambda s: s.seq)
+    return events
+
+
+def _event(draft: Draft, seq: int) -> Event:
+    if draft.event is not None and draft.replayable:
+        return Event.from_dict(draft.event)  # the recorder's own line, proven by its digest
+    span = draft.span
+    if draft.chat is not None:
+        _assess_chat(draft)
+        chat = draft.chat
+        draft.name = draft.name or wire.step_name(chat)
+        draft.request = wire.build_request(chat)
+        if span.status_code == "ERROR" and chat.output is None and chat.raw_response is None:
+            from .mappers.genai import error_record
+
+            draft.error = error_record(span)
+        else:
+            draft.response = wire.build_response(
+                chat, created=span.start_ns // 1_000_000_000, fallback_id=f"imported-{span.span_id}"
+            )
+    elif draft.kind not in KINDS:
+        draft.problem(CONTENT_MISSING, f"unknown step kind {draft.kind!r}")
+    if span.dropped_attributes:
+        draft.problem(
+            ATTRIBUTES_DROPPED,
+            f"the recording SDK dropped {span.dropped_attributes} attribute(s) of this span (its attribute "
+            "count limit, OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT, default 128): messages may be missing",
+        )
+    request = draft.request if draft.request is not None else {}
+    fingerprint = draft.extra.pop("fingerprint", None)
+    if not isinstance(fingerprint, str) or fingerprint != text_fingerprint(canonical_json(request)):
+        fingerprint = text_fingerprint(canonical_json(request))
+    extra: dict[str, Any] = {
+        IMPORTED: {
+            "layout": draft.layout,
+            "trace_id": span.trace_id,
+            "span_id": span.span_id,
+            "span": span.name,
+            "problems": [p.to_dict() for p in draft.problems],
+        }
+    }
+    extra.update(draft.extra)
+    if draft.chat is not None:
+        chat = draft.chat
+        # Tools are compared at replay only when the telemetry carried their definitions.
+        extra[IMPORTED]["tools_known"] = chat.tools is not None or (
+            isinstance(chat.raw_request, dict) and "tools" in chat.raw_request
+        )
+        if chat.streamed is not None:
+            extra[IMPORTED]["streamed"] = chat.streamed
+    return Event(
+        seq,
+        draft.kind,
+        draft.name or span.name,
+        fingerprint,
+        request,
+        None if draft.error is not None else draft.response,
+        draft.error,
+        duration_ms=span.duration_ms,
+        ts=round(span.start_ns / 1e9, 3),
+        live=True,
+        extra=extra,
+    )
+
+
+def _assess_chat(draft: Draft) -> None:
+    chat = draft.chat
+    assert chat is not None
+    if chat.input is None and chat.raw_request is None:
+        draft.problem(
+            CONTENT_MISSING,
+            "the input messages were not captured (content capture was off: "
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT)",
+        )
+    failed = draft.span.status_code == "ERROR"
+    if chat.output is None and chat.raw_response is None and not failed:
+        draft.problem(CONTENT_MISSING, "the model's answer was not captured (content capture was off)")
+    calls = any(p.get("type") == "tool_call" for m in chat.output or [] for p in m.get("parts") or [])
+    raw_tools = isinstance(chat.raw_request, dict) and "tools" in chat.raw_request
+    if calls and chat.tools is None and not raw_tools:
+        draft.problem(
+            TOOLS_MISSING,
+            "the model called tools but the telemetry has no tool definitions: the tools the agent sends "
+            "are not compared at replay",
+            blocking=False,
+        )
+
+
+def _mark_truncation(drafts: list[Draft], attribute_limit: int | None) -> None:
+    """Attributes cut at the length limit: a JSON value cut short names the limit, and every
+    other string attribute exactly that long in the same run was cut by it too."""
+    limits: set[int] = set() if attribute_limit is None else {attribute_limit}
+    for draft in drafts:
+        for problem in draft.problems:
+            if problem.code == CONTENT_TRUNCATED:
+                length = _cut_length(problem.detail)
+                if length:
+                    limits.add(length)
+    if not limits:
+        return
+    for draft in drafts:
+        if draft.event is not None and draft.replayable:
+            continue
+        cut = sorted(
+            key
+            for key, value in draft.span.attributes.items()
+            if isinstance(value, str) and len(value) in limits and not key.startswith(("rewind.event",))
+        )
+        named = " ".join(p.detail for p in draft.problems if p.code == CONTENT_TRUNCATED)
+        cut = [key for key in cut if key not in named]
+        if cut:
+            draft.problem(
+                CONTENT_TRUNCATED,
+                f"{', '.join(cut[:6])} {'is' if len(cut) == 1 else 'are'} exactly {sorted(limits)[0]} characters, "
+                "the attribute length limit this telemetry was cut at",
+            )
+
+
+def _cut_length(detail: str) -> int | None:
+    marker = " is cut off after "
+    if marker in detail:
+        tail = detail.split(marker, 1)[1].split(" ", 1)[0]
+        return int(tail) if tail.isdigit() else None
+    return None
+
+
+def _unknown(unmapped: list[Unmapped], steps: dict[str, str], by_id: dict[str, SpanRecord]) -> list[dict[str, Any]]:
+    """Spans no layout understood, grouped by the attribute names they carry.
+
+    Spans inside a step (the HTTP request a model call made) are that step's detail, not
+    an unknown layout, and are left out.
+    """
+    groups: dict[tuple[str, ...], dict[str, Any]] = {}
+    for item in unmapped:
+        if _inside_any(item.span, steps, by_id):
+            continue
+        key = tuple(item.attribute_names)
+        group = groups.setdefault(
+            key, {"spans": 0, "names": [], "reason": item.reason, "attribute_names": list(item.attribute_names)}
+        )
+        group["spans"] += 1
+        if item.span.name not in group["names"] and len(group["names"]) < 5:
+            group["names"].append(item.span.name)
+    return list(groups.values())
+
+
+def _inside_any(span: SpanRecord, steps: dict[str, str], by_id: dict[str, SpanRecord]) -> bool:
+    parent, seen = span.parent_id, set()
+    while parent and parent in by_id and parent not in seen:
+        if parent in steps:
+            return True
+        seen.add(parent)
+        parent = by_id[parent].parent_id
+    return False
+
+
+def display_source(source: str) -> str:
+    return source if "://" in source else os.path.basename(source)

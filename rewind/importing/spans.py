@@ -1,0 +1,73 @@
+"""The neutral span model every telemetry reader produces and every mapper reads.
+
+Readers (OTLP JSON, OTLP protobuf, Phoenix) differ in how they spell a span; mappers
+(rewind, GenAI semconv, OpenInference, OpenLLMetry) differ in which attributes carry a
+call. Between them sits this model: ids as lowercase hex, times in nanoseconds,
+attributes as plain Python values (arrays as lists, key-value lists as dicts), span
+events and log records that belong to the span attached to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class SpanEvent:
+    """A span event, or a log record correlated to the span (``log`` true)."""
+
+    name: str
+    time_ns: int
+    attributes: dict[str, Any] = field(default_factory=dict)
+    body: Any = None
+    log: bool = False
+
+
+@dataclass
+class SpanRecord:
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    start_ns: int
+    end_ns: int
+    attributes: dict[str, Any] = field(default_factory=dict)
+    events: list[SpanEvent] = field(default_factory=list)
+    status_code: str = "UNSET"
+    status_message: str = ""
+    kind: str = "INTERNAL"
+    resource: dict[str, Any] = field(default_factory=dict)
+    scope: str = ""
+    #: Attributes the producing SDK dropped (its attribute count limit).
+    dropped_attributes: int = 0
+
+    @property
+    def service(self) -> str | None:
+        value = self.resource.get("service.name")
+        return value if isinstance(value, str) else None
+
+    @property
+    def duration_ms(self) -> float:
+        return round(max(0, self.end_ns - self.start_ns) / 1e6, 3)
+
+    def where(self) -> str:
+        """How a report names this span."""
+        return f"span {self.span_id} {self.name!r} (trace {self.trace_id})"
+
+
+def causal_order(spans: list[SpanRecord]) -> list[SpanRecord]:
+    """Spans by start time, a parent before its children when they start in the same instant."""
+    by_id = {span.span_id: span for span in spans}
+
+    def depth(span: SpanRecord) -> int:
+        seen: set[str] = set()
+        level = 0
+        parent = span.parent_id
+        while parent and parent in by_id and parent not in seen:
+            seen.add(parent)
+            level += 1
+            parent = by_id[parent].parent_id
+        return level
+
+    return sorted(spans, key=lambda s: (s.start_ns, depth(s), s.end_ns, s.span_id))
