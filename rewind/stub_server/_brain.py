@@ -32,6 +32,8 @@ MODEL_IDS = ("stub-model", "gpt-4o-mini", "text-embedding-3-small", "claude-stub
 class Msg:
     role: Literal["system", "user", "assistant", "tool"]
     text: str
+    # Names of the tools an assistant message called, in order.
+    calls: tuple[str, ...] = ()
 
 
 @dataclass
@@ -61,6 +63,27 @@ class Conversation:
             if msg.role == "user":
                 return msg.text
         return ""
+
+    def since_last_user(self) -> list[Msg]:
+        """The messages after the last user message: this step's tool calls and results."""
+        for index in range(len(self.messages) - 1, -1, -1):
+            if self.messages[index].role == "user":
+                return self.messages[index + 1 :]
+        return list(self.messages)
+
+    def model_turns(self) -> int:
+        """How many times the model has answered in this conversation so far.
+
+        Consecutive assistant items count once: the Responses API lists each
+        parallel function call as its own item, but they are one answer.
+        """
+        turns = 0
+        previous = ""
+        for msg in self.messages:
+            if msg.role == "assistant" and previous != "assistant":
+                turns += 1
+            previous = msg.role
+        return turns
 
     def trailing_tool_results(self) -> list[str]:
         results: list[str] = []
@@ -253,16 +276,71 @@ def _clamp_number(schema: Mapping[str, Any], *, integer: bool) -> int | float:
     return int(value) if integer else value
 
 
-def _pick_tool(conv: Conversation, user_text: str) -> Tool:
+# Verbs that half of all tool names start with; "get_weather" is mentioned by "weather".
+_GENERIC_WORDS = frozenset({"get", "set", "search", "find", "lookup", "look", "up", "fetch", "list", "create", "run"})
+
+
+def _name_words(name: str) -> list[str]:
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
+    words = [w.lower() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w]
+    return [w for w in words if w not in _GENERIC_WORDS] or words
+
+
+def _mention(tool: Tool, text: str) -> int | None:
+    """Where the user's text mentions ``tool`` (its name, or every significant word of it)."""
+    lowered = text.lower()
+    for spelling in (tool.name.lower(), tool.name.lower().replace("_", " ")):
+        at = lowered.find(spelling)
+        if at >= 0:
+            return at
+    positions = []
+    for word in _name_words(tool.name):
+        # A word prefix, so "hotel" in a tool name matches "hotels" in the text.
+        found = re.search(rf"\b{re.escape(word[:-1] if len(word) > 4 and word.endswith('s') else word)}", lowered)
+        if found is None:
+            return None
+        positions.append(found.start())
+    return min(positions) if positions else None
+
+
+def _mentioned_tools(conv: Conversation, text: str) -> list[Tool]:
+    """The tools the user's text asks for, in the order it mentions them."""
+    found = [(at, index, tool) for index, tool in enumerate(conv.tools) if (at := _mention(tool, text)) is not None]
+    return [tool for _at, _index, tool in sorted(found, key=lambda item: (item[0], item[1]))]
+
+
+def _call(tool: Tool, user_text: str) -> Answer:
+    args = example(tool.schema, tool.schema, "", user_text)
+    return Answer(None, [ToolCall(tool.name, args if isinstance(args, dict) else {})])
+
+
+def _next_tool(conv: Conversation, user_text: str) -> Tool | None:
+    """The tool to call now, or None when the step's work is done.
+
+    The first answer to a user message calls the forced tool, else the first tool
+    the user mentioned, else the first tool offered. After each tool result, the
+    next tool the user mentioned that has not been called yet comes next; once
+    none is left, the model answers.
+    """
+    last = conv.messages[-1] if conv.messages else None
+    if last is None or not conv.tools or conv.tool_choice == "none":
+        return None
     by_name = {tool.name: tool for tool in conv.tools}
-    if conv.tool_choice in by_name:
-        return by_name[conv.tool_choice]
-    lowered = user_text.lower()
-    for tool in conv.tools:
-        name = tool.name.lower()
-        if name in lowered or name.replace("_", " ") in lowered:
-            return tool
-    return conv.tools[0]
+    mentioned = _mentioned_tools(conv, user_text)
+    if last.role == "user":
+        if conv.tool_choice in by_name:
+            return by_name[conv.tool_choice]
+        return mentioned[0] if mentioned else conv.tools[0]
+    if last.role == "tool" and conv.tool_choice not in by_name:
+        step = conv.since_last_user()
+        # A format that does not report which tools its history called cannot tell
+        # done from pending; answering then is safe, calling again could loop forever.
+        if not any(msg.calls for msg in step):
+            return None
+        done = {name for msg in step for name in msg.calls}
+        pending = [tool for tool in mentioned if tool.name not in done]
+        return pending[0] if pending else None
+    return None
 
 
 def _thinking_for(user_text: str) -> str:
@@ -274,11 +352,12 @@ def default_answer(conv: Conversation) -> Answer:
     """The stub's answer when no script turn is queued."""
     last = conv.messages[-1] if conv.messages else None
     user_text = conv.last_user_text()
-    if last is not None and last.role == "user" and conv.tools and conv.tool_choice != "none":
-        tool = _pick_tool(conv, user_text)
-        args = example(tool.schema, tool.schema, "", user_text)
-        return Answer(None, [ToolCall(tool.name, args if isinstance(args, dict) else {})])
-    results = conv.trailing_tool_results() if last is not None and last.role == "tool" else []
+    tool = _next_tool(conv, user_text)
+    if tool is not None:
+        return _call(tool, user_text)
+    # Every result this step produced, so a multi-tool answer reports all of them.
+    step = conv.since_last_user()
+    results = [m.text for m in step if m.role == "tool"] if last is not None and last.role == "tool" else []
     if conv.output_schema is not None:
         hint = " ".join(results) if results else user_text
         value = example(conv.output_schema, conv.output_schema, "", hint)

@@ -289,7 +289,7 @@ class Exchange(BaseHTTPRequestHandler):
     ) -> None:
         """Answer a generation request with the next scripted turn or the default brain."""
         stub = self.stub
-        turn = stub._pop_turn()
+        turn = stub._pop_turn(conv)
         if turn is not None and turn.delay > 0:
             time.sleep(turn.delay)
         if turn is not None and turn.error is not None and turn.stream_error_after is None:
@@ -408,6 +408,11 @@ class Exchange(BaseHTTPRequestHandler):
             self.format = _choose_format(path, headers)
             local = self.format.local_path(path)
 
+            if self.command == "POST" and path == "/_stub/restart":
+                # The CLI's way to rerun a queued script (same as StubServer.restart()).
+                stub.restart()
+                self.send_json(200, {"status": "restarted", "script_turns": stub.script_remaining})
+                return
             stub._sleep_latency()
             injected = stub._pop_failure()
             if injected is not None:

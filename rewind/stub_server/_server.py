@@ -2,26 +2,36 @@
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
+from ._brain import Conversation
 from ._http import StubRequest, _HTTPServer
 from ._script import ErrorSpec, ScriptTurn, parse_turn
+
+ScriptMode = Literal["queue", "conversation"]
+_log = logging.getLogger("rewind.stub_server")
 
 # --------------------------------------------------------------------------- public server
 
 
 class StubServer:
-    """A deterministic OpenAI/Anthropic-compatible HTTP server on loopback.
+    """A deterministic model server on loopback speaking several providers' wire formats.
 
-    ``script`` is a list of turns consumed in order by the generation endpoints
-    (chat completions, responses, messages); once it runs out the default brain
-    answers. See ``docs/stub-server.md`` for the turn format.
+    ``script`` is a list of turns for the generation endpoints. With
+    ``script_mode="queue"`` (the default) they are used up in order, whichever
+    provider asks, and the default brain answers once they run out; ``restart()``
+    queues them again. With ``script_mode="conversation"`` nothing is used up:
+    a request gets the turn whose index is the number of model answers already
+    in its conversation, so every conversation (each run of an agent, each of
+    several parallel agents) replays the script from its first turn. See
+    ``docs/stub-server.md`` for the turn format.
     """
 
     def __init__(
@@ -30,6 +40,7 @@ class StubServer:
         port: int = 0,
         *,
         script: Sequence[Mapping[str, Any] | str] | None = None,
+        script_mode: ScriptMode = "queue",
         latency: float = 0.0,
         latency_jitter: float = 0.0,
         seed: int = 0,
@@ -47,7 +58,12 @@ class StubServer:
         self._rng = random.Random(seed)
         self._requests: list[StubRequest] = []
         self._counters: dict[str, int] = {}
-        self._script: deque[ScriptTurn] = deque(parse_turn(t) for t in script or ())
+        if script_mode not in ("queue", "conversation"):
+            raise ValueError(f"script_mode must be 'queue' or 'conversation', not {script_mode!r}")
+        self.script_mode: ScriptMode = script_mode
+        # Every turn ever given, so restart() can queue them again.
+        self._turns: list[ScriptTurn] = [parse_turn(t) for t in script or ()]
+        self._script: deque[ScriptTurn] = deque(self._turns)
         self._failures: deque[ErrorSpec] = deque()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -158,8 +174,9 @@ class StubServer:
 
     @property
     def script_remaining(self) -> int:
+        """Turns not used yet (queue mode); in conversation mode, the script's length."""
         with self._lock:
-            return len(self._script)
+            return len(self._turns) if self.script_mode == "conversation" else len(self._script)
 
     # ----------------------------------------------------------------- control
 
@@ -167,6 +184,7 @@ class StubServer:
         """Queue more scripted turns after any still pending."""
         parsed = [parse_turn(t) for t in turns]
         with self._lock:
+            self._turns.extend(parsed)
             self._script.extend(parsed)
 
     def fail_next(
@@ -196,6 +214,20 @@ class StubServer:
             self._requests.clear()
             self._counters.clear()
             self._script.clear()
+            self._turns.clear()
+            self._failures.clear()
+            self._rng = random.Random(self.seed)
+
+    def restart(self) -> None:
+        """Back to the state right after start: the whole script queued again from its
+        first turn, no pending failures, an empty request log, ids counting from 1.
+
+        ``POST /_stub/restart`` does the same over HTTP, for a server run from the CLI.
+        """
+        with self._lock:
+            self._requests.clear()
+            self._counters.clear()
+            self._script = deque(self._turns)
             self._failures.clear()
             self._rng = random.Random(self.seed)
 
@@ -212,9 +244,18 @@ class StubServer:
             self._counters[prefix] = value
         return f"{prefix}{value}"
 
-    def _pop_turn(self) -> ScriptTurn | None:
+    def _pop_turn(self, conv: Conversation) -> ScriptTurn | None:
         with self._lock:
-            return self._script.popleft() if self._script else None
+            if self.script_mode == "conversation":
+                index = conv.model_turns()
+                return self._turns[index] if index < len(self._turns) else None
+            if not self._script:
+                return None
+            turn = self._script.popleft()
+            if not self._script:
+                # Not silent: a second run of an agent would otherwise get default answers unnoticed.
+                _log.info("script used up after %d turns; the default brain answers from now on", len(self._turns))
+            return turn
 
     def _pop_failure(self) -> ErrorSpec | None:
         with self._lock:

@@ -32,7 +32,9 @@ def _anthropic_conversation(body: Mapping[str, Any]) -> Conversation:
             continue
         content = raw.get("content")
         if raw.get("role") == "assistant":
-            conv.messages.append(Msg("assistant", _anthropic_blocks_text(content)))
+            blocks = content if isinstance(content, list) else []
+            calls = [str(b.get("name", "")) for b in blocks if isinstance(b, Mapping) and b.get("type") == "tool_use"]
+            conv.messages.append(Msg("assistant", _anthropic_blocks_text(content), tuple(calls)))
             continue
         blocks = content if isinstance(content, list) else []
         results = [b for b in blocks if isinstance(b, Mapping) and b.get("type") == "tool_result"]

@@ -99,7 +99,9 @@ def _converse_conversation(model: str, body: Mapping[str, Any]) -> Conversation:
         if results:
             conv.messages.append(Msg("tool", "\n".join(text_of(r.get("content")) for r in results)))
         elif raw.get("role") == "assistant":
-            conv.messages.append(Msg("assistant", text_of([b for b in content if "text" in b])))
+            uses = [b["toolUse"] for b in content if isinstance(b.get("toolUse"), Mapping)]
+            calls = tuple(str(use.get("name", "")) for use in uses)
+            conv.messages.append(Msg("assistant", text_of([b for b in content if "text" in b]), calls))
         else:
             conv.messages.append(Msg("user", text_of([b for b in content if "text" in b])))
     config = body.get("toolConfig")

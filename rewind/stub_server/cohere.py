@@ -59,7 +59,7 @@ def _conversation(body: Mapping[str, Any]) -> Conversation:
         elif role == "assistant":
             calls = raw.get("tool_calls") or []
             names = [str(c.get("function", {}).get("name", "")) for c in calls if isinstance(c, Mapping)]
-            conv.messages.append(Msg("assistant", " ".join([text, *names]).strip()))
+            conv.messages.append(Msg("assistant", " ".join([text, *names]).strip(), tuple(names)))
         else:
             conv.messages.append(Msg("user", text))
     for tool in body.get("tools") or []:

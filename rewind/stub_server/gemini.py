@@ -106,7 +106,7 @@ def _conversation(model: str, body: Mapping[str, Any]) -> Conversation:
                 conv.messages.append(Msg("tool", _function_response_text(resp.get("response"))))
         elif content.get("role") == "model":
             names = [str(call.get("name", "")) for call in calls]
-            conv.messages.append(Msg("assistant", " ".join([_parts_text(parts), *names]).strip()))
+            conv.messages.append(Msg("assistant", " ".join([_parts_text(parts), *names]).strip(), tuple(names)))
         else:
             conv.messages.append(Msg("user", _parts_text(parts)))
     for tool in body.get("tools") or []:

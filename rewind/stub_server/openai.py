@@ -47,8 +47,8 @@ def chat_conversation(body: Mapping[str, Any]) -> Conversation:
             conv.messages.append(Msg("tool", text))
         elif role == "assistant":
             calls = raw.get("tool_calls") or []
-            names = " ".join(str(c.get("function", {}).get("name", "")) for c in calls if isinstance(c, Mapping))
-            conv.messages.append(Msg("assistant", (text + " " + names).strip()))
+            names = [str(c.get("function", {}).get("name", "")) for c in calls if isinstance(c, Mapping)]
+            conv.messages.append(Msg("assistant", " ".join([text, *names]).strip(), tuple(names)))
     for tool in body.get("tools") or []:
         if isinstance(tool, Mapping) and tool.get("type") == "function" and isinstance(tool.get("function"), Mapping):
             fn = tool["function"]
@@ -79,7 +79,8 @@ def _responses_conversation(body: Mapping[str, Any]) -> Conversation:
         if kind == "function_call_output" or (isinstance(kind, str) and kind.endswith("_call_output")):
             conv.messages.append(Msg("tool", text_of(item.get("output"))))
         elif kind == "function_call":
-            conv.messages.append(Msg("assistant", str(item.get("name", ""))))
+            name = str(item.get("name", ""))
+            conv.messages.append(Msg("assistant", name, (name,)))
         elif kind in (None, "message"):
             role = item.get("role")
             text = text_of(item.get("content"))
