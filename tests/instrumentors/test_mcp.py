@@ -306,3 +306,56 @@ def test_spans_follow_genai_and_mcp_conventions(run_python: Any, tmp_path: Path)
         assert read["attributes"]["gen_ai.operation.name"] == "retrieval"
         assert read["attributes"]["mcp.resource.uri"] == NOTES_URI and read["attributes"]["rewind.kind"] == "memory"
     assert all(s["attributes"].get("rewind.replayed") is True for s in spans[4:])
+
+
+ZERO_CODE_AGENT = """
+import asyncio, sys
+sys.path.insert(0, sys.argv[1])
+from _mcp_support import connected, make_server
+
+calls = []
+
+
+async def main():
+    async with connected(make_server(calls)) as session:
+        result = await session.call_tool("add", {"a": 40, "b": 2})
+        print("ANSWER:", result.content[0].text, "SERVER CALLS:", len(calls))
+
+
+asyncio.run(main())
+"""
+
+
+def test_opentelemetry_instrument_records_and_replays_with_no_code_change(tmp_path: Path) -> None:
+    import os
+    import shutil
+    import subprocess
+    from importlib.metadata import entry_points
+
+    tool = Path(sys.executable).parent / "opentelemetry-instrument"
+    if not tool.exists() and shutil.which("opentelemetry-instrument") is None:
+        pytest.skip("opentelemetry-instrument is not installed")
+    agent = tmp_path / "agent.py"
+    agent.write_text(ZERO_CODE_AGENT)
+    trace = tmp_path / "run.rewind"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REWIND_"))}
+    env.update(OTEL_TRACES_EXPORTER="none", OTEL_METRICS_EXPORTER="none", OTEL_LOGS_EXPORTER="none")
+    # Only the MCP instrumentor: importing every other provider SDK costs seconds per run.
+    others = [e.name for e in entry_points(group="opentelemetry_instrumentor") if e.name != "rewind_mcp"]
+    env["OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"] = ",".join(others)
+
+    def run(**more: str) -> str:
+        command = [str(tool) if tool.exists() else "opentelemetry-instrument", sys.executable, str(agent)]
+        done = subprocess.run(
+            [*command, str(Path(__file__).parent)],
+            env={**env, **more},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "ANSWER: 42 SERVER CALLS: 1" in run(REWIND_RECORD=str(trace))
+    assert [(e.kind, e.name) for e in rewind.Trace.load(trace).events] == [("tool", "add")]
+    assert "ANSWER: 42 SERVER CALLS: 0" in run(REWIND_REPLAY=str(trace))  # answered from the trace
