@@ -1,9 +1,10 @@
 """A deterministic loopback model server speaking several providers' wire formats.
 
-The real ``openai`` and ``anthropic`` SDKs can be pointed at it (``base_url``) and
-parse its answers into their own types, which makes it the shared fake backend
-for tests, examples, ``make demo`` and anyone who wants to try rewind without an
-API key::
+The real ``openai``, ``anthropic``, ``mistralai``, ``cohere``, ``google-genai`` and
+``boto3`` (Bedrock runtime) SDKs can be pointed at it (one ``*_base_url`` property
+each) and parse its answers into their own types, which makes it the shared fake
+backend for tests, examples, ``make demo`` and anyone who wants to try rewind
+without an API key::
 
     with StubServer() as server:
         client = openai.OpenAI(base_url=server.openai_base_url, api_key="stub")
