@@ -37,12 +37,12 @@ class SDK:
     provider: str  # gen_ai.provider.name
     chat_type: str  # "module:Class" of the chat completion
     embedding_type: str | None  # None: the SDK has no embeddings resource
-    patch_name: str  # the name auto_patch()/patched() know it by
     #: The SDK's paths start with this instead of /v1 (groq: /openai/v1); rewritten for the stub.
     path_prefix: str = "/v1/"
 
     @property
     def name(self) -> str:
+        """The provider name for ``auto_patch()``/``patched()``, the step and entry-point prefix."""
         return self.module
 
     def type(self, path: str) -> Any:
@@ -103,7 +103,6 @@ ORDERS = ["client made before patching", "client made after patching"]
 GROQ = SDK(
     module="groq",
     client="Groq",
-    patch_name="groq",
     patch=lambda: rewind.patch_groq(),
     provider="groq",
     chat_type="groq.types.chat:ChatCompletion",
@@ -113,7 +112,6 @@ GROQ = SDK(
 TOGETHER = SDK(
     module="together",
     client="Together",
-    patch_name="together",
     patch=lambda: rewind.patch_together(),
     provider="together_ai",
     chat_type="together.types.chat:ChatCompletion",
@@ -122,7 +120,6 @@ TOGETHER = SDK(
 FIREWORKS = SDK(
     module="fireworks",
     client="Fireworks",
-    patch_name="fireworks",
     patch=lambda: rewind.patch_fireworks(),
     provider="fireworks",
     chat_type="fireworks.types.chat:CompletionCreateResponse",
@@ -383,7 +380,7 @@ class CompatSuite:
 
         from rewind import integrations
 
-        name = self.sdk.patch_name
+        name = self.sdk.name
         (entry,) = [e for e in entry_points(group="opentelemetry_instrumentor") if e.name == f"rewind_{name}"]
         assert entry.load().__module__ == f"rewind.instrumentors.{name}"
         client = self.sdk.make(stub)
