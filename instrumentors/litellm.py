@@ -134,6 +134,13 @@ def _secret_header(name: Any) -> bool:
     return lowered.removeprefix("llm_provider-") in SECRET_HEADERS
 
 
+@lru_cache(maxsize=1024)
+def _private_key_dropped(key: str) -> bool:
+    """A key of litellm's private state that is never recorded (cached: the same few recur)."""
+    return key in _REQUEST_ECHOES or bool(_SECRET_NAME.search(key)) or _secret_header(key)
+
+
+@lru_cache(maxsize=256)
 def _bare_url(url: str) -> str:
     """``url`` without user info or query: some providers carry keys there (``?key=``)."""
     from urllib.parse import urlsplit, urlunsplit
@@ -160,7 +167,7 @@ def _clean_hidden(hidden: Mapping[Any, Any]) -> dict[str, Any]:
     """``_hidden_params`` as JSON data, without request echoes, secret-looking keys or URL parts."""
     clean: dict[str, Any] = {}
     for key, value in hidden.items():
-        if not isinstance(key, str) or key in _REQUEST_ECHOES or _SECRET_NAME.search(key):
+        if not isinstance(key, str) or _private_key_dropped(key):
             continue
         if key == "api_base" and isinstance(value, str):
             value = _bare_url(value)
@@ -174,9 +181,9 @@ def _without_secrets(value: Any, depth: int = 0) -> Any:
         return value
     if isinstance(value, Mapping):
         return {
-            k: _without_secrets(v, depth + 1)
+            k: v if isinstance(v, str) else _without_secrets(v, depth + 1)
             for k, v in value.items()
-            if not (isinstance(k, str) and (k in _REQUEST_ECHOES or _SECRET_NAME.search(k) or _secret_header(k)))
+            if not (isinstance(k, str) and _private_key_dropped(k))
         }
     if isinstance(value, (list, tuple)):
         return [_without_secrets(v, depth + 1) for v in value]
