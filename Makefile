@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 EMBED  := $(VENV)/.embeddings
 
-.PHONY: install embeddings demo test test-compat test-frameworks phoenix test-phoenix lint bench clean browser
+.PHONY: install embeddings demo test test-compat test-frameworks test-import phoenix test-phoenix lint bench clean browser
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,7 +30,7 @@ demo: $(STAMP)
 test: $(STAMP) $(EMBED)
 	$(PY) -m ruff check .
 	$(PY) -m mypy rewind exporters instrumentors
-	$(PY) -m pytest -n 2 -q -m "not phoenix and not frameworks"
+	$(PY) -m pytest -n 2 -q -m "not phoenix and not frameworks and not importing"
 
 # Dual export against a real Arize Phoenix on loopback. Phoenix is large, so it lives in
 # a venv of its own and the test starts it as a separate process.
@@ -82,6 +82,17 @@ test-frameworks:
 	    $$venv/bin/python -m pytest -q -p no:cacheprovider -m frameworks $$(sed -n 's/^# tests: //p' $$spec); \
 	done
 
+# `rewind import` against the spans of real third-party GenAI instrumentations (official
+# OpenTelemetry GenAI, OpenInference, OpenLLMetry). They register `openai` entry points of
+# their own, so they live in .venv-import, never in .venv (importers/requirements.txt).
+IMPORT_VENV := .venv-import
+
+test-import:
+	@test -x $(IMPORT_VENV)/bin/python || $(PYTHON) -m venv $(IMPORT_VENV)
+	$(IMPORT_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(IMPORT_VENV)/bin/python -m pip install --quiet -e '.[dev,providers]' -r importers/requirements.txt
+	$(IMPORT_VENV)/bin/python -m pytest -q -p no:cacheprovider -m importing tests/importing
+
 lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m mypy rewind exporters instrumentors
@@ -90,4 +101,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) .venv-compat-* .venv-fw-* $(PHOENIX_VENV) build dist *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-compat-* .venv-fw-* .venv-import $(PHOENIX_VENV) build dist *.egg-info .pytest_cache .ruff_cache

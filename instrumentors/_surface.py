@@ -456,6 +456,13 @@ class _Invocation:
         kit = provider.kit
         event = call.take_served()
         stream_record = event.get("stream")
+        if stream_record is None and event.get("imported") is not None and _wants_stream(surface, self.kwargs):
+            # Telemetry keeps the final message, not its chunks: synthesize them from it.
+            from rewind.importing.streams import with_stream
+
+            synthesized = with_stream(event, self.kwargs)
+            if synthesized is not None:
+                event, stream_record = synthesized, synthesized.get("stream")
         if not event.ok and stream_record is None:
             call.raise_recorded_error(event, provider.revive_error(event.error or {}, event.seq))
         client = getattr(self.instance, "_client", None)
@@ -519,6 +526,11 @@ class _Invocation:
         if self.raw_mode == "true" and kit.legacy_response is not None:
             return kit.legacy_response  # newer codegen answers with_raw_response with APIResponse
         return kit.async_api_response if self.surface.is_async else kit.api_response
+
+
+def _wants_stream(surface: Surface, kwargs: Mapping[str, Any]) -> bool:
+    """The call asks for a stream: ``stream=True`` or a ``.stream()`` helper."""
+    return kwargs.get("stream") is True or surface.method == "stream"
 
 
 def _url(client: Any, path: str) -> str:

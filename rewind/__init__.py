@@ -37,6 +37,7 @@ from .errors import (
     TraceFormatError,
     UnconsumedEventsWarning,
 )
+from .importing import TelemetryError, TelemetryMatcher, check_trace, import_telemetry
 from .integrations import (
     auto_patch,
     patch_anthropic,
@@ -123,4 +124,8 @@ __all__ = [
     "account",
     "diff_traces",
     "render_text",
+    "TelemetryError",
+    "TelemetryMatcher",
+    "check_trace",
+    "import_telemetry",
 ]

@@ -20,6 +20,7 @@ What is captured, as JSON strings:
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -97,6 +98,14 @@ def output_attributes(kind: str, response: Any) -> dict[str, str]:
                 }
             )
     return {"gen_ai.output.messages": _json(messages)} if messages else {}
+
+
+def event_attributes(event: Any) -> dict[str, str]:
+    """The step's whole trace line and its sha256, so ``rewind import`` can rebuild the step
+    from a backend exactly and prove it (a line cut by an attribute length limit fails)."""
+    line = event.to_line().decode("utf-8", "surrogatepass")
+    digest = hashlib.sha256(line.encode("utf-8", "surrogatepass")).hexdigest()
+    return {"rewind.event": line, "rewind.event.sha256": digest}
 
 
 # -- conversions ---------------------------------------------------------------------

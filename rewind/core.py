@@ -169,6 +169,7 @@ class Call:
             "rewind.name": self.name,
             "rewind.fingerprint": self.fingerprint,
             "rewind.mode": self.session.mode,
+            "rewind.session.id": self.session.id,
         }
         if self.kind == "tool":
             attrs["gen_ai.tool.name"] = self.name
@@ -301,7 +302,11 @@ class Call:
             data = self._redact_or_record(data, "response")
         event = self._event(response=data, extra=extra)
         if self._annotating:
-            self.span.set_attributes(self._end_attributes(data, attributes))
+            attrs = self._end_attributes(data, attributes)
+            if self._capture:
+                # The whole step, for `rewind import` from the user's backend (fleet recording).
+                attrs.update(content_capture.event_attributes(event))
+            self.span.set_attributes(attrs)
         self._commit(event)
         return event
 
@@ -333,9 +338,11 @@ class Call:
     def _record_error(
         self, exc: BaseException, record: Mapping[str, Any], extra: Mapping[str, Any] | None = None
     ) -> Event:
+        event = self._event(error=record, extra=extra)
         if self._annotating:
             self._annotate_error(exc, record)
-        event = self._event(error=record, extra=extra)
+            if self._capture:
+                self.span.set_attributes(content_capture.event_attributes(event))
         self._commit(event)
         return event
 

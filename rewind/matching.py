@@ -499,11 +499,22 @@ def _active_similarity() -> Similarity:
     return get_similarity()
 
 
+class _TelemetryMatcher:
+    """``match='telemetry'`` (imported traces): built on first use, so ``rewind.importing``
+    loads only when a replay needs it."""
+
+    def __new__(cls) -> Any:
+        from .importing.matcher import TelemetryMatcher
+
+        return TelemetryMatcher()
+
+
 _BUILTIN: dict[str, type[Any]] = {
     "strict": StrictMatcher,
     "ordered": OrderedMatcher,
     "fuzzy": FuzzyMatcher,
     "parallel": ParallelMatcher,
+    "telemetry": _TelemetryMatcher,
 }
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+import uuid
 import warnings
 import weakref
 from collections.abc import Callable
@@ -96,6 +97,8 @@ class Session:
         if meta is not None and not isinstance(meta, dict):
             raise TypeError(f"meta= must be a dict, not {type(meta).__name__}")
         self.mode = mode
+        #: Names this run on every span it makes (runs recorded across a fleet are told apart by it).
+        self.id = uuid.uuid4().hex
         self.path = os.fspath(path)
         self.redact = redact
         self.normalize = normalize
@@ -185,6 +188,10 @@ class Session:
             self.trace = source
             self._check_break_at(source)
             matcher = resolve_matcher(self._match)
+            if self._match == "strict" and isinstance(source.header.get("imported"), dict):
+                # Rebuilt from telemetry: its requests are not the SDK's bytes, so it is
+                # compared on what telemetry carries (rewind.importing.matcher).
+                matcher = resolve_matcher("telemetry")
             self._replayer = ReplaySpanProcessor(source, matcher, self._lock, fork_at=self._fork_at)
             if self._fork_at is not None:
                 # Live steps number after the whole prefix, even when an out-of-order

@@ -27,7 +27,7 @@ from rewind.stub_server import StubServer
 from rewind.telemetry import TRACERS
 
 sys.path.insert(0, str(Path(__file__).parent / "importing"))
-from otlp_files import write_json, write_proto  # noqa: E402
+from otlp_files import write_json, write_proto
 
 MODEL = "gpt-4o-mini"
 TOOLS = [
@@ -220,7 +220,8 @@ rewind.patch_openai()
 client = openai.OpenAI(max_retries=0)
 with rewind.record({local!r}):
     client.chat.completions.create(model="gpt-4o-mini", messages=[{{"role": "user", "content": "hi"}}])
-    client.chat.completions.create(model="gpt-4o-mini", messages=[{{"role": "user", "content": "tell me " + "a long story " * 40}}])
+    long = "tell me " + "a long story " * 40
+    client.chat.completions.create(model="gpt-4o-mini", messages=[{{"role": "user", "content": long}}])
 """
 
 
@@ -228,7 +229,8 @@ def test_truncated_content_is_detected_reported_and_never_served(
     tmp_path: Path, run_python: Any, stub: StubServer
 ) -> None:
     spans_file, local = tmp_path / "spans.jsonl", tmp_path / "local.rewind"
-    code = LIMITED_AGENT.format(helpers=str(Path(__file__).parent / "importing"), spans=str(spans_file), local=str(local))
+    helpers = str(Path(__file__).parent / "importing")
+    code = LIMITED_AGENT.format(helpers=helpers, spans=str(spans_file), local=str(local))
     result = run_python(
         code,
         env={
