@@ -173,6 +173,20 @@ async def test_transport_options_are_not_identity(patched_mcp: None, trace_path:
         assert await session.call_tool("add", {"a": 4, "b": 4}) == live
 
 
+async def test_a_session_opened_before_patching_is_covered(trace_path: Path) -> None:
+    async with connected(make_server()) as session:
+        unpatch = rewind.patch_mcp()
+        try:
+            async with rewind.record(trace_path):
+                live = await session.call_tool("add", {"a": 3, "b": 4})
+        finally:
+            unpatch()
+    assert [e.name for e in events(trace_path)] == ["add"]
+    with rewind.integrations.patched("mcp"):
+        async with rewind.replay(trace_path), offline() as session:
+            assert await session.call_tool("add", {"a": 3, "b": 4}) == live
+
+
 async def test_passthrough_without_a_session(patched_mcp: None) -> None:
     calls: list[str] = []
     async with connected(make_server(calls)) as session:
