@@ -5,7 +5,7 @@ A provider module ends with three lines::
     class GroqInstrumentor(SurfaceInstrumentor):
         provider = PROVIDER          # the Provider whose surfaces get hooked
         sdk = "groq"                 # import name; a missing SDK is skipped quietly
-        minimum = "0.9"              # oldest release tested; older ones are left alone
+        minimum = "0.8"              # oldest release tested; older ones are left alone
 
 and gets what the DESIGN asks of an instrumentor: ``_instrument`` imports the SDK (a
 missing one raises ``ModuleNotFoundError``, which the loader skips quietly), hooks every
