@@ -1,0 +1,80 @@
+"""smolagents' ToolCallingAgent, unmodified, on LiteLLMModel and on OpenAIServerModel against the stub.
+
+smolagents sends tool results back as *user* messages ("Observation: ...") and ends a run
+only through its ``final_answer`` tool, so the stub is scripted with the two tool calls a
+model would make; the tool itself is the agent's own code and really runs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("smolagents")
+
+SCRIPT = (
+    {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Bergen"}}]},
+    {"tool_calls": [{"name": "final_answer", "arguments": {"answer": "Bergen is foggy, 12C."}}]},
+)
+
+
+def _weather_tool(tools: Any) -> Any:
+    from smolagents import tool
+
+    @tool
+    def get_weather(city: str) -> str:
+        """The current weather in a city.
+
+        Args:
+            city: The city to look up.
+        """
+        tools("get_weather", city)
+        return f"Foggy and 12C in {city}"
+
+    return get_weather
+
+
+def _observations(agent: Any) -> list[str]:
+    return [str(step.observations) for step in agent.memory.steps if getattr(step, "observations", None)]
+
+
+def test_tool_calling_agent_on_litellm(battery: Any, tools: Any) -> None:
+    from smolagents import LiteLLMModel, ToolCallingAgent
+
+    get_weather = _weather_tool(tools)
+    battery.stub.add_script(*SCRIPT)
+
+    def agent() -> tuple[str, list[str]]:
+        model = LiteLLMModel(model_id="openai/gpt-4o-mini", api_base=battery.stub.openai_base_url, api_key="sk-battery")
+        runner = ToolCallingAgent(tools=[get_weather], model=model, max_steps=4, verbosity_level=0)
+        answer = runner.run("What is the weather in Bergen?")
+        return str(answer), _observations(runner)
+
+    answer, observations = battery.run(agent, providers=("litellm", "openai"))
+    assert battery.live_tools == tools.names() == ["get_weather"]
+    assert answer == "Bergen is foggy, 12C."
+    assert any("Foggy and 12C in Bergen" in o for o in observations)
+    # litellm reaches the stub through the openai SDK: one step per model call, never two.
+    steps = battery.steps
+    assert [(e.kind, e.name) for e in steps] == [("llm", "litellm.completion")] * 2
+    assert battery.stub.request_count == 2
+
+
+def test_tool_calling_agent_on_openai_server_model(battery: Any, tools: Any) -> None:
+    from smolagents import OpenAIServerModel, ToolCallingAgent
+
+    get_weather = _weather_tool(tools)
+    battery.stub.add_script(*SCRIPT)
+
+    def agent() -> tuple[str, list[str]]:
+        model = OpenAIServerModel(model_id="gpt-4o-mini", api_base=battery.stub.openai_base_url, api_key="sk-battery")
+        runner = ToolCallingAgent(tools=[get_weather], model=model, max_steps=4, verbosity_level=0)
+        answer = runner.run("What is the weather in Bergen?")
+        return str(answer), _observations(runner)
+
+    answer, observations = battery.run(agent)
+    assert battery.live_tools == tools.names() == ["get_weather"]
+    assert answer == "Bergen is foggy, 12C."
+    assert any("Foggy and 12C in Bergen" in o for o in observations)
+    assert [(e.kind, e.name) for e in battery.steps] == [("llm", "openai.chat.completions.create")] * 2
