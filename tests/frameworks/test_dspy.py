@@ -1,0 +1,51 @@
+"""DSPy's ReAct module, unmodified, on ``dspy.LM`` (litellm underneath) against the stub server.
+
+DSPy's ChatAdapter asks the model for ``[[ ## field ## ]]`` sections, not native tool
+calls, so the stub is scripted with the text a model would answer; the tool is the
+program's own code and really runs. DSPy's caches are turned off with its documented
+switches (``dspy.configure_cache`` and ``cache=False``), so the record run reaches the model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("dspy")
+
+
+def _turn(**fields: str) -> str:
+    sections = [f"[[ ## {name} ## ]]\n{value}" for name, value in fields.items()]
+    return "\n\n".join([*sections, "[[ ## completed ## ]]"])
+
+
+def test_react_calls_a_tool_and_answers(battery: Any, tools: Any) -> None:
+    import dspy
+
+    def get_weather(city: str) -> str:
+        """The current weather in a city."""
+        tools("get_weather", city)
+        return f"Rainy and 9C in {city}"
+
+    battery.stub.add_script(
+        _turn(next_thought="I should look up the weather.", next_tool_name="get_weather", next_tool_args='{"city": "Oslo"}'),
+        _turn(next_thought="I know the weather now.", next_tool_name="finish", next_tool_args="{}"),
+        _turn(reasoning="The tool said it is rainy.", answer="Oslo is rainy, 9C."),
+    )
+
+    def agent() -> tuple[str, list[str]]:
+        dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
+        lm = dspy.LM("openai/gpt-4o-mini", api_base=battery.stub.openai_base_url, cache=False, num_retries=0)
+        react = dspy.ReAct("question -> answer", tools=[get_weather])
+        with dspy.context(lm=lm):
+            prediction = react(question="What is the weather in Oslo?")
+        observations = [str(v) for k, v in prediction.trajectory.items() if k.startswith("observation")]
+        return str(prediction.answer), observations
+
+    answer, observations = battery.run(agent, providers=("litellm", "openai"))
+    assert battery.live_tools == tools.names() == ["get_weather"]
+    assert answer == "Oslo is rainy, 9C."
+    assert observations[0] == "Rainy and 9C in Oslo"
+    assert [(e.kind, e.name) for e in battery.steps] == [("llm", "litellm.completion")] * 3
+    assert battery.stub.request_count == 3
