@@ -27,8 +27,9 @@ private state agents read (``_hidden_params`` such as ``response_cost``,
 ``aws_secret_access_key``, any ``*_token`` …), endpoints and transport settings
 (``api_base``, ``extra_headers``, ``timeout``, ``num_retries`` …) and litellm's call
 plumbing (``metadata``, ``litellm_logging_obj``, ``litellm_call_id`` …) are never part of a
-call's identity nor written anywhere; secret headers and URL credentials are dropped from
-the recorded private state.
+call's identity nor written anywhere (the private state litellm keeps on a response echoes
+some of them: those entries are dropped, and so is any string holding a value the call
+was given).
 """
 
 from __future__ import annotations
@@ -140,37 +141,23 @@ def _private_key_dropped(key: str) -> bool:
     return key in _REQUEST_ECHOES or bool(_SECRET_NAME.search(key)) or _secret_header(key)
 
 
-@lru_cache(maxsize=256)
-def _bare_url(url: str) -> str:
-    """``url`` without user info or query: some providers carry keys there (``?key=``)."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return ""
-    host = parts.hostname or ""
-    if parts.port is not None:
-        host = f"{host}:{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
-
-
 # --------------------------------------------------------------------------- private state
 
 
-#: ``_hidden_params`` entries that echo the request (litellm puts unknown call keywords,
-#: credentials among them, into ``optional_params["extra_body"]``): never recorded.
-_REQUEST_ECHOES = frozenset({"optional_params", "litellm_params", "extra_headers", "headers", "extra_body"})
+#: ``_hidden_params`` entries that echo the call (litellm puts unknown call keywords,
+#: credentials among them, into ``optional_params["extra_body"]``; ``api_base`` is where
+#: the call went, and some providers put keys in it): never recorded.
+_REQUEST_ECHOES = frozenset(
+    {"optional_params", "litellm_params", "extra_headers", "headers", "extra_body", "api_base", "base_url"}
+)
 
 
 def _clean_hidden(hidden: Mapping[Any, Any]) -> dict[str, Any]:
-    """``_hidden_params`` as JSON data, without request echoes, secret-looking keys or URL parts."""
+    """``_hidden_params`` as JSON data, without echoes of the call or secret-looking keys."""
     clean: dict[str, Any] = {}
     for key, value in hidden.items():
         if not isinstance(key, str) or _private_key_dropped(key):
             continue
-        if key == "api_base" and isinstance(value, str):
-            value = _bare_url(value)
         clean[key] = _without_secrets(value)
     return to_jsonable(clean, where="meta")
 
@@ -191,13 +178,13 @@ def _without_secrets(value: Any, depth: int = 0) -> Any:
 
 
 def secret_values(kwargs: Mapping[str, Any]) -> frozenset[str]:
-    """The credentials a call was given (keys, tokens, header values), to keep out of a trace."""
+    """What a call was given that stays out of a trace: credentials, header values, endpoints."""
     found: set[str] = set()
     for key, value in kwargs.items():
         if key in ("extra_headers", "headers") and isinstance(value, Mapping):
             found.update(v for v in value.values() if isinstance(v, str))
-        elif _SECRET_NAME.search(key) and isinstance(value, str):
-            found.add(value)
+        elif (_SECRET_NAME.search(key) or key in ("api_base", "base_url")) and isinstance(value, str):
+            found.add(value.rstrip("/"))
     return frozenset(s for s in found if len(s) >= 8)  # short values would blank common words
 
 
@@ -456,10 +443,12 @@ class LiteLLMProvider(OpenAICompatibleProvider, NativeProvider):
 
     def _route(self, model: Any, custom: Any) -> tuple[str, Any]:
         """``gen_ai.provider.name`` and the provider's model name for a litellm model string."""
-        key = (model, custom)
+        if not isinstance(model, str):
+            return "litellm", None
+        key = (model, custom if isinstance(custom, str) else None)
         route = self._routes.get(key)
         if route is None:
-            route = _resolve_route(model, custom)
+            route = _resolve_route(*key)
             if len(self._routes) < 1024:  # agents use a handful of models: a bounded cache
                 self._routes[key] = route
         return route
@@ -548,7 +537,6 @@ class _StreamRecorder(RecordEngine):
         self.extra["litellm"] = self._state
         self._first: Mapping[Any, Any] = {}
         self._secrets = secrets
-
 
     def take(self, item: Any) -> Any:
         self._last = (item, len(self.chunks))

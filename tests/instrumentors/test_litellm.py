@@ -122,9 +122,7 @@ def test_credentials_and_transport_are_neither_identity_nor_written(stub: StubSe
             **openai_route(stub),
         )
     text = trace_path.read_text()
-    for secret in (API_KEY, secret_header, "t-SECRET", "ad-SECRET", f"127.0.0.1:{stub.port}/v1\""):
-        assert secret not in text.split('"litellm":')[0], secret  # the request and response
-    for secret in (API_KEY, secret_header, "ad-SECRET"):
+    for secret in (API_KEY, secret_header, "t-SECRET", "ad-SECRET", f"127.0.0.1:{stub.port}"):
         assert secret not in text, text[max(0, text.find(secret) - 200) :]
     stub.stop()
     # Another key, endpoint and timeout: the same request.
@@ -135,7 +133,7 @@ def test_credentials_and_transport_are_neither_identity_nor_written(stub: StubSe
     assert reply.choices[0].message.content == "Echo: keys"
 
 
-def test_url_credentials_and_secret_headers_are_dropped_from_private_state() -> None:
+def test_endpoints_echoes_and_secret_headers_are_dropped_from_private_state() -> None:
     from rewind.instrumentors.litellm import private_state, restore_state
 
     response = litellm.ModelResponse()
@@ -143,12 +141,12 @@ def test_url_credentials_and_secret_headers_are_dropped_from_private_state() -> 
         "api_base": "https://user:pw@example.test/v1beta/models?key=AIza-SECRET",
         "additional_headers": {"llm_provider-set-cookie": "session=SECRET", "llm_provider-x-request-id": "r1"},
         "api_key": "sk-SECRET",
+        "optional_params": {"extra_body": {"vendor_auth": "SECRET"}},
         "response_cost": 0.5,
     }
     state = private_state(response)
-    assert "SECRET" not in json.dumps(state) and "pw" not in json.dumps(state)
-    assert state["hidden_params"]["api_base"] == "https://example.test/v1beta/models"
-    assert state["hidden_params"]["additional_headers"] == {"llm_provider-x-request-id": "r1"}
+    assert "SECRET" not in json.dumps(state) and "example.test" not in json.dumps(state)
+    assert state["hidden_params"] == {"additional_headers": {"llm_provider-x-request-id": "r1"}, "response_cost": 0.5}
     fresh = litellm.ModelResponse()
     restore_state(fresh, state)
     assert fresh._hidden_params["response_cost"] == 0.5
