@@ -427,7 +427,10 @@ def _revive_mapping(value: dict[str, Any]) -> Any:
         if key == BYTES_UTF8 and isinstance(inner, str):
             return inner.encode("utf-8")
         if key == BYTES_HEX and isinstance(inner, str):
-            return bytes.fromhex(inner)
+            try:
+                return bytes.fromhex(inner)
+            except ValueError:
+                return value  # not hex (a hand-edited or hostile trace): served as recorded
         if key == LITERAL and isinstance(inner, dict):
             value = inner  # the user's own dict: its key is not a marker
     out: dict[str, Any] = {}

@@ -377,7 +377,7 @@ def _body_fields(raw: bytes) -> dict[str, Any]:
         data = _safe.strict_object(_decode(raw), _scan_value)
         for key in _SKELETON_KEYS:
             data.pop(key, None)
-        return data
+        return _check_error(data)
     end = match.end()
     if raw[end - 1] == 0x7D:  # "}": a skeleton-only line
         if end != len(raw):
@@ -394,6 +394,14 @@ def _body_fields(raw: bytes) -> dict[str, Any]:
         raise ValueError(f"extra data after the event at column {end + stop + 1}")
     if _safe.maybe_deep(raw, _safe.MAX_DEPTH) and _safe.too_deep(body, _safe.MAX_DEPTH):
         raise _safe.depth_error()
+    return _check_error(body)
+
+
+def _check_error(body: dict[str, Any]) -> dict[str, Any]:
+    """An error record is an object (readers and ``Event`` take its fields by name)."""
+    error = body.get("error")
+    if error is not None and type(error) is not dict:
+        raise ValueError(f"error must be a JSON object (an error record), not {_describe(error)}")
     return body
 
 
@@ -456,7 +464,7 @@ def _parse_head(raw: bytes, *, complete: bool) -> dict[str, Any]:
     brackets = text.count("{", 0, stop) + text.count("[", 0, stop)
     if brackets > _safe.MAX_DEPTH and _safe.too_deep(head, _safe.MAX_DEPTH):
         raise _safe.depth_error()
-    return head
+    return _check_error(head)
 
 
 def _whole_characters(chunk: bytes) -> bytes:
@@ -711,6 +719,7 @@ def _parse_lines(path: str, lines: Any, *, source: _LineSource | None) -> Trace:
             continue
         stripped = raw.rstrip(b"\r\n")
         if not stripped.strip():
+            lineno += raw.count(b"\n", 0, len(raw) - 1)  # a run of blank lines, read as one
             continue
         complete = raw.endswith(b"\n")
         event: Event | None = None
@@ -811,6 +820,7 @@ def _check_skeleton(data: dict[str, Any]) -> None:
     for key in ("ok", "live"):
         if key in data and type(data[key]) is not bool:
             raise ValueError(f"{key} must be true or false, not {_describe(data[key])}")
+    _check_error(data)
 
 
 def _lazy_event(line: bytes, source: _LineSource | None, offset: int, names: dict[bytes, str]) -> Event | None:

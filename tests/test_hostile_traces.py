@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import tracemalloc
 import zlib
 from collections.abc import Callable
@@ -189,6 +190,27 @@ def test_the_archive_limit_can_be_raised_and_is_checked(tmp_path: Path, monkeypa
     with pytest.raises(RewindError, match="REWIND_MAX_ARCHIVE_BYTES='lots' is not a positive number"):
         Trace.open(archive)
     assert_exit_2(invoke("show", archive, env={"REWIND_MAX_ARCHIVE_BYTES": "-5"}), "REWIND_MAX_ARCHIVE_BYTES")
+
+
+def test_an_archive_of_empty_lines_is_read_by_the_chunk_not_by_the_line(tmp_path: Path) -> None:
+    # Found by the fuzz test: millions of blank lines cost one loop turn each.
+    header = json.dumps(rewind.trace.new_header()).encode() + b"\n"
+    path = tmp_path / "blank.rewind.gz"
+    path.write_bytes(gzip.compress(header + b"\n" * (32 << 20) + b" \r\n" * (4 << 20), mtime=0))
+    started = time.monotonic()
+    trace = Trace.open(path)
+    assert len(trace) == 0 and time.monotonic() - started < 3
+
+
+def test_line_numbers_in_an_archive_count_every_blank_line(tmp_path: Path) -> None:
+    lines = lines_of(record(tmp_path / "run.rewind"))
+    lines[2] = lines[2][:-1]  # damaged: it ends before its closing brace
+    data = "\n".join([lines[0], *([""] * 5000), lines[1], "  ", lines[2], lines[3]]) + "\n"
+    path = tmp_path / "run.rewind.gz"
+    path.write_bytes(gzip.compress(data.encode(), mtime=0))
+    with pytest.raises(TraceFormatError) as info:
+        Trace.load(path)
+    assert info.value.line == 5004
 
 
 # -- special files ------------------------------------------------------------------------
@@ -499,6 +521,33 @@ def test_open_and_load_agree_on_a_line_whose_ok_flag_contradicts_its_error(tmp_p
     write_lines(path, lines)
     lazy, eager = Trace.open(path).events[0], Trace.load(path).events[0]
     assert (lazy.ok, lazy.response, lazy.error) == (eager.ok, eager.response, eager.error)
+
+
+@READERS
+def test_an_error_record_must_be_an_object(tmp_path: Path, opener) -> None:
+    # Found by the fuzz test: a fork copying a step whose "error" was a string crashed.
+    path = record(tmp_path / "run.rewind")
+    lines = lines_of(path)
+    lines[1] = lines[1].replace(',"response":', ',"error":"boom","response":', 1)
+    write_lines(path, lines)
+    with pytest.raises(TraceFormatError, match="error must be a JSON object") as info:
+        read_everything(opener(path))
+    assert info.value.line == 2
+    with pytest.raises(TraceFormatError, match="error must be a JSON object"), rewind.fork(path, at=2):
+        lookup("a")
+
+
+def test_replay_serves_a_forged_bytes_marker_as_recorded(tmp_path: Path) -> None:
+    # Found by the fuzz test: {"__bytes_hex__": "zz"} raised ValueError from bytes.fromhex.
+    path = record(tmp_path / "run.rewind")
+    lines = lines_of(path)
+    data = json.loads(lines[1])
+    data["response"] = {"__bytes_hex__": "zz"}
+    lines[1] = json.dumps(data, separators=(",", ":"))
+    write_lines(path, lines)
+    with rewind.replay(path):
+        assert lookup("a") == {"__bytes_hex__": "zz"}
+        lookup("b"), lookup("c")
 
 
 # -- compact drops a torn final line ------------------------------------------------------
