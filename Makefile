@@ -84,14 +84,17 @@ test-frameworks:
 
 # `rewind import` against the spans of real third-party GenAI instrumentations (official
 # OpenTelemetry GenAI, OpenInference, OpenLLMetry). They register `openai` entry points of
-# their own, so they live in .venv-import, never in .venv (importers/requirements.txt).
-IMPORT_VENV := .venv-import
-
+# their own, so they live in venvs of their own, never in .venv: one per resolver group
+# (importers/<group>.txt pins it and names its tests). ONLY=group runs one.
 test-import:
-	@test -x $(IMPORT_VENV)/bin/python || $(PYTHON) -m venv $(IMPORT_VENV)
-	$(IMPORT_VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(IMPORT_VENV)/bin/python -m pip install --quiet -e '.[dev,providers]' -r importers/requirements.txt
-	$(IMPORT_VENV)/bin/python -m pytest -q -p no:cacheprovider -m importing tests/importing
+	@set -e; for spec in importers/$(ONLY).txt; do \
+	    name=$$(basename $$spec .txt); venv=.venv-import-$$name; \
+	    echo "== importers: $$name ($$spec)"; \
+	    test -x $$venv/bin/python || $(PYTHON) -m venv $$venv; \
+	    $$venv/bin/python -m pip install --quiet --upgrade pip; \
+	    $$venv/bin/python -m pip install --quiet -e '.[dev,providers]' -r $$spec; \
+	    $$venv/bin/python -m pytest -q -p no:cacheprovider -m importing $$(sed -n 's/^# tests: //p' $$spec); \
+	done
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
@@ -101,4 +104,4 @@ bench: $(STAMP)
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) .venv-compat-* .venv-fw-* .venv-import $(PHOENIX_VENV) build dist *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-compat-* .venv-fw-* .venv-import-* $(PHOENIX_VENV) build dist *.egg-info .pytest_cache .ruff_cache

@@ -323,7 +323,7 @@ def test_several_runs_need_a_trace_id(tmp_path: Path, spans: InMemorySpanExporte
     record_run(tmp_path / "b", spans, openai_client) if (tmp_path / "b").mkdir() is None else None
     second = list(spans.get_finished_spans())
     source = write_json(tmp_path / "two.jsonl", first + second)
-    with pytest.raises(rewind.TelemetryError, match="holds 2 runs; pass --trace-id"):
+    with pytest.raises(rewind.TelemetryError, match="holds 2 traces with GenAI spans; pass --trace-id"):
         rewind.import_telemetry(source, tmp_path / "x.rewind")
     wanted = format(second[0].context.trace_id, "032x")  # type: ignore[union-attr]
     report = rewind.import_telemetry(source, tmp_path / "x.rewind", trace_id=wanted)

@@ -15,7 +15,12 @@ from ._common import CliError, Output, get_output
 @click.command("import")
 @click.argument("source", metavar="SOURCE")
 @click.option("-o", "--output", "output_path", metavar="PATH", required=True, help="The trace file to write.")
-@click.option("--trace-id", metavar="ID", help="The run (OpenTelemetry trace id, hex) when SOURCE holds several.")
+@click.option(
+    "--trace-id",
+    metavar="ID",
+    help="The run (OpenTelemetry trace id, hex) when SOURCE holds several; ID,ID for several, "
+    "'all' for every trace (a run whose calls no span enclosed).",
+)
 @click.option("--service", metavar="NAME", help="Keep only spans of this service.name.")
 @click.option(
     "--project", metavar="NAME", default="default", show_default=True, help="The Phoenix project (URL sources)."

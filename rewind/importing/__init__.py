@@ -74,6 +74,7 @@ def import_telemetry(
         report.output = destination
     return report
 
+
 __all__ = [
     "CheckReport",
     "ImportReport",

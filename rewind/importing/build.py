@@ -92,12 +92,17 @@ def choose_trace(spans: list[SpanRecord], trace_id: str | None, service: str | N
         spans = [s for s in spans if s.service == service]
         if not spans:
             raise TelemetryError(f"{source}: no spans from service {service!r}")
+    if trace_id is not None and trace_id.strip().lower() in ("all", "*"):
+        return spans  # one run spread over several traces (no span enclosed its calls)
     if trace_id is not None:
-        wanted = trace_id.strip().lower()
-        chosen = [s for s in spans if s.trace_id == wanted]
-        if not chosen:
+        wanted = {part.strip().lower() for part in trace_id.split(",") if part.strip()}
+        chosen = [s for s in spans if s.trace_id in wanted]
+        missing = wanted - {s.trace_id for s in chosen}
+        if missing:
             known = ", ".join(sorted({s.trace_id for s in spans})[:10])
-            raise TelemetryError(f"{source}: no spans in trace {trace_id} (traces here: {known or 'none'})")
+            raise TelemetryError(
+                f"{source}: no spans in trace {', '.join(sorted(missing))} (traces here: {known or 'none'})"
+            )
         return chosen
     by_trace: dict[str, list[SpanRecord]] = {}
     for span in spans:
@@ -115,7 +120,8 @@ def choose_trace(spans: list[SpanRecord], trace_id: str | None, service: str | N
         steps = sum(1 for s in group if mapper_for(s))
         lines.append(f"{tid} ({steps} GenAI spans; {services})")
     raise TelemetryError(
-        f"{source} holds {len(with_steps)} runs; pass --trace-id ID (trace_id=) to pick one: " + "; ".join(lines)
+        f"{source} holds {len(with_steps)} traces with GenAI spans; pass --trace-id ID (trace_id=) to pick one, "
+        "several as ID,ID, or --trace-id all when they are one run whose calls no span enclosed: " + "; ".join(lines)
     )
 
 
@@ -330,6 +336,8 @@ def _unknown(unmapped: list[Unmapped], steps: dict[str, str], by_id: dict[str, S
     for item in unmapped:
         if _inside_any(item.span, steps, by_id):
             continue
+        if steps and not any(name.startswith(_GENAI_PREFIXES) for name in item.attribute_names):
+            continue  # the application's own spans around the steps (a request, a job)
         key = tuple(item.attribute_names)
         group = groups.setdefault(
             key, {"spans": 0, "names": [], "reason": item.reason, "attribute_names": list(item.attribute_names)}
@@ -338,6 +346,10 @@ def _unknown(unmapped: list[Unmapped], steps: dict[str, str], by_id: dict[str, S
         if item.span.name not in group["names"] and len(group["names"]) < 5:
             group["names"].append(item.span.name)
     return list(groups.values())
+
+
+#: Attribute prefixes of GenAI telemetry: a span with them that no mapper took is worth naming.
+_GENAI_PREFIXES = ("gen_ai.", "llm.", "openinference.", "rewind.", "traceloop.", "ai.", "embedding.", "retrieval.")
 
 
 def _inside_any(span: SpanRecord, steps: dict[str, str], by_id: dict[str, SpanRecord]) -> bool:

@@ -15,8 +15,21 @@ OPENAI_CHAT = "openai.chat.completions.create"
 OPENAI_EMBEDDINGS = "openai.embeddings.create"
 ANTHROPIC_MESSAGES = "anthropic.messages.create"
 
-_ANTHROPIC_STOP = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens", "end_turn": "end_turn"}
-_OPENAI_FINISH = {"end_turn": "stop", "tool_use": "tool_calls", "max_tokens": "length", "stop_sequence": "stop"}
+_ANTHROPIC_STOP = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "tool_call": "tool_use",
+    "length": "max_tokens",
+    "end_turn": "end_turn",
+}
+#: GenAI finish reasons (``tool_call``) and Anthropic stop reasons as OpenAI finish reasons.
+_OPENAI_FINISH = {
+    "end_turn": "stop",
+    "tool_use": "tool_calls",
+    "tool_call": "tool_calls",
+    "max_tokens": "length",
+    "stop_sequence": "stop",
+}
 
 
 def step_name(chat: Chat) -> str:

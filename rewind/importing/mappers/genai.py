@@ -111,6 +111,9 @@ def chat_of(span: SpanRecord, draft: Draft, operation: str = "chat") -> Chat:
         response_id=attrs.get("gen_ai.response.id"),
         response_model=attrs.get("gen_ai.response.model"),
     )
+    for key in ("gen_ai.request.stream", "gen_ai.is_streaming", "llm.is_streaming"):
+        if isinstance(attrs.get(key), bool):
+            chat.streamed = attrs[key]
     reasons = attrs.get("gen_ai.response.finish_reasons")
     if isinstance(reasons, list):
         chat.finish_reasons = [str(r) for r in reasons]

@@ -74,7 +74,11 @@ def _chat(span: SpanRecord, draft: Draft, kind: str) -> Chat:
             chat.raw_request = request
     if attrs.get("output.mime_type") == "application/json":
         response = _value(draft, attrs, "output.value")
-        if isinstance(response, dict) and ("choices" in response or response.get("type") == "message"):
+        if isinstance(response, dict) and response.get("object") == "chat.completion.chunk":
+            response = _accumulated(response)
+        if isinstance(response, dict) and (
+            response.get("object") == "chat.completion" or response.get("type") == "message"
+        ):
             chat.raw_response = response
     inputs = indexed(attrs, "llm.input_messages.")
     outputs = indexed(attrs, "llm.output_messages.")
@@ -96,6 +100,24 @@ def _chat(span: SpanRecord, draft: Draft, kind: str) -> Chat:
         chat.response_id = chat.raw_response.get("id")
         chat.response_model = chat.raw_response.get("model")
     return chat
+
+
+def _accumulated(chunk: dict[str, Any]) -> dict[str, Any] | None:
+    """A streamed call's ``output.value``: the chunks added up, still labelled a chunk."""
+    choices = []
+    for choice in chunk.get("choices") or []:
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            return None
+        choices.append(
+            {
+                "index": choice.get("index", 0),
+                "message": {"content": None, "refusal": None, **message, "role": "assistant"},
+                "finish_reason": choice.get("finish_reason") or "stop",
+                "logprobs": None,
+            }
+        )
+    return {**chunk, "object": "chat.completion", "choices": choices}
 
 
 def _message(row: dict[str, Any]) -> dict[str, Any]:
