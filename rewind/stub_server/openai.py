@@ -416,12 +416,15 @@ class OpenAIFormat(WireFormat):
         return True
 
     def local_path(self, path: str) -> str:
+        # Azure OpenAI puts the deployment in the path (/openai/deployments/{name}/chat/completions),
+        # and Groq's SDK calls /openai/v1/...: strip that prefix first, then the /v1 both share.
+        azure = re.match(r"/openai(?:/deployments/[^/]+)?(/.*)$", path)
+        if azure:
+            path = azure.group(1)
         # Accept both base URL conventions (with and without the /v1 suffix).
         if path.startswith("/v1/") or path == "/v1":
             path = path[3:] or "/"
-        # Azure OpenAI puts the deployment in the path: /openai/deployments/{name}/chat/completions.
-        azure = re.match(r"/openai(?:/deployments/[^/]+)?(/.*)$", path)
-        return azure.group(1) if azure else path
+        return path
 
     def error_payload(self, spec: ErrorSpec, request_id: str) -> Any:
         return {"error": openai_error_object(spec)}
