@@ -35,6 +35,8 @@ from .errors import (
     ScriptExhausted,
     ThreadlessCallWarning,
     TraceFormatError,
+    TraceLockedError,
+    TraceWriteError,
     UnconsumedEventsWarning,
 )
 from .importing import TelemetryError, TelemetryMatcher, check_trace, import_telemetry
@@ -88,6 +90,8 @@ __all__ = [
     "ThreadlessCallWarning",
     "Trace",
     "TraceFormatError",
+    "TraceLockedError",
+    "TraceWriteError",
     "UnconsumedEventsWarning",
     "__version__",
     "auto_patch",
