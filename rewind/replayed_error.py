@@ -162,6 +162,7 @@ def decode_error(record: Mapping[str, Any], step: int, *, httpx: Any = None) -> 
     args = record.get("args")
     scalar_args = [a for a in args if isinstance(a, _SCALARS)] if isinstance(args, list) else []
     exc = _instance(cls, scalar_args or [message])
+    cls = type(exc)
     exc.original_type = _text(record.get("type")) or f"{module}.{qualname}"
     exc.original_message = message
     exc.step = step
@@ -183,7 +184,15 @@ def _text(value: Any) -> str:
 
 
 def _instance(cls: type[ReplayedError], args: list[Any]) -> ReplayedError:
-    exc = cls.__new__(cls)
+    try:
+        exc = cls.__new__(cls)
+    except Exception:
+        # An original class that cannot be built bare (pydantic's ValidationError wants its
+        # line errors): the error replays as a plain ReplayedError, from now on at once.
+        original = vars(cls).get("__rewind_original__")
+        if original is not None:
+            _CLASS_CACHE[original] = ReplayedError
+        exc = ReplayedError.__new__(ReplayedError)
     BaseException.__init__(exc, *args)
     return exc
 

@@ -13,7 +13,7 @@ import pytest
 
 import rewind
 from rewind.errors import ReplayedError
-from rewind.replayed_error import decode_error, resolve_class
+from rewind.replayed_error import decode_error, encode_error, resolve_class
 from rewind.trace import Trace
 
 
@@ -196,3 +196,17 @@ def test_args_are_only_scalars() -> None:
     record = _record("builtins", "ValueError", args=["text", {"nested": 1}, 3])
     error = decode_error(record, step=0)
     assert error.args == ("text", 3)
+
+
+def test_an_error_class_that_cannot_be_built_bare_replays_as_a_plain_replayed_error() -> None:
+    import pydantic
+
+    try:
+        pydantic.TypeAdapter(int).validate_python("not a number")
+    except pydantic.ValidationError as exc:
+        record = encode_error(exc)
+    for _ in range(2):  # the second time from the class cache
+        revived = decode_error(record, 4)
+        assert type(revived) is ReplayedError
+        assert revived.step == 4 and "valid integer" in str(revived)
+        assert revived.original_type.endswith("ValidationError")
