@@ -52,7 +52,9 @@ def openai_agent(client: Any) -> str:
     first = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS, temperature=0.2)
     call = first.choices[0].message.tool_calls[0]
     messages.append(first.choices[0].message.model_dump(exclude_none=True))
-    messages.append({"role": "tool", "tool_call_id": call.id, "content": get_weather(**json.loads(call.function.arguments))})
+    messages.append(
+        {"role": "tool", "tool_call_id": call.id, "content": get_weather(**json.loads(call.function.arguments))}
+    )
     stream = client.chat.completions.create(
         model=MODEL, messages=messages, tools=TOOLS, stream=True, stream_options={"include_usage": True}
     )
@@ -67,7 +69,10 @@ def anthropic_agent(client: Any) -> str:
     use = next(block for block in first.content if block.type == "tool_use")
     messages.append({"role": "assistant", "content": [block.model_dump(exclude_none=True) for block in first.content]})
     messages.append(
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": get_weather(**use.input)}]}
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": use.id, "content": get_weather(**use.input)}],
+        }
     )
     with client.messages.stream(model=CLAUDE, max_tokens=200, system="be brief", messages=messages, tools=tools) as s:
         text = "".join(s.text_stream)

@@ -39,7 +39,9 @@ def test_openai_chat_with_tools_and_a_stream(
     source, answer = record_spans(tmp_path, stub, _openai)
     out = tmp_path / "run.rewind"
     report = rewind.import_telemetry(source, out)
-    assert [(s.kind, s.name, s.layout) for s in report.steps] == [("llm", "openai.chat.completions.create", "genai")] * 2
+    assert [(s.kind, s.name, s.layout) for s in report.steps] == [
+        ("llm", "openai.chat.completions.create", "genai")
+    ] * 2
     assert report.replayable and all(not s.problems for s in report.steps), report.to_dict()
     first, second = rewind.Trace.load(out).events
     assert first.request["tools"][0]["function"]["name"] == "get_weather"
@@ -50,7 +52,9 @@ def test_openai_chat_with_tools_and_a_stream(
     assert replay_answer(out, stub) == answer
 
 
-def test_content_capture_off_is_reported_per_step(tmp_path: Path, stub: StubServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_content_capture_off_is_reported_per_step(
+    tmp_path: Path, stub: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "NO_CONTENT")
     source, _ = record_spans(tmp_path, stub, _openai)
     out = tmp_path / "run.rewind"
