@@ -463,10 +463,15 @@ class LiteLLMProvider(OpenAICompatibleProvider, NativeProvider):
         return self.dump(surface, chunk)
 
     # -- revival ------------------------------------------------------------------------
-    def revive_chunk(self, surface: Surface, data: Any) -> Any:
-        if self.type_of(_CHUNK) is None and isinstance(data, dict):
-            # litellm before ModelResponseStream streamed ModelResponse(stream=True) chunks.
-            return self.construct(_RESPONSE, {**data, "stream": True})
+    def revive_chunk(self, surface: Surface, data: Any, chunk_type: Any = None) -> Any:
+        if isinstance(data, dict) and (chunk_type == "ModelResponse" or self.type_of(_CHUNK) is None):
+            # Older litellm (1.5x's sync streams) yields ModelResponse(stream=True) chunks,
+            # built by the constructor (the converter is for whole responses).
+            try:
+                return self.type_of(_RESPONSE)(**{**data, "stream": True})
+            except Exception as exc:
+                self._fallback(_RESPONSE, f"{type(exc).__name__}: {exc}")
+                return data
         return self.construct(surface.chunk, data)
 
     def error_record(self, exc: Exception) -> dict[str, Any]:
@@ -564,6 +569,7 @@ class _StreamRecorder(RecordEngine):
         if index == 0:
             self._first = dict(hidden) if isinstance(hidden, Mapping) else {}
             self._state["chunk"] = private_state(item)
+            self._state["chunk_type"] = type(item).__name__
             return
         if not isinstance(hidden, Mapping):
             return
@@ -586,9 +592,10 @@ def _chunk_reviver(provider: LiteLLMProvider, surface: Surface, state: Mapping[s
     if not isinstance(first, Mapping) or not isinstance(diffs, Mapping):  # a hand-edited trace
         first, diffs = {}, {}
     position = iter(range(sys.maxsize))
+    chunk_type = state.get("chunk_type")
 
     def revive(data: Any) -> Any:
-        chunk = provider.revive_chunk(surface, data)
+        chunk = provider.revive_chunk(surface, data, chunk_type)
         own = diffs.get(str(next(position)))
         if isinstance(own, Mapping) and isinstance(first.get("hidden_params"), dict):
             hidden = {**first["hidden_params"], **(own.get("hidden_params") or {})}
@@ -704,7 +711,7 @@ class LiteLLMInstrumentor(SurfaceInstrumentor):
 
     provider = PROVIDER
     sdk = "litellm"
-    minimum = "1.60"
+    minimum = "1.53.1"
 
     def _instrument(self, **kwargs: Any) -> None:
         if "litellm" in sys.modules:
