@@ -111,3 +111,114 @@ def test_fireworks_agent_loop(battery: Any, tools: Any) -> None:
 
     seen = battery.run(agent, providers=("fireworks",))
     _assert_agent_run(battery, tools, seen, "fireworks.chat.completions.create")
+
+
+def test_mistral_agent_loop(battery: Any, tools: Any) -> None:
+    pytest.importorskip("mistralai")
+    try:
+        from mistralai.client import Mistral  # mistralai 2.x and later
+    except ImportError:  # pragma: no cover - mistralai 1.x
+        from mistralai import Mistral
+
+    run_tool = {"get_weather": _get_weather(tools)}
+
+    def agent() -> list[str]:
+        client = Mistral(api_key="battery", server_url=battery.stub.mistral_base_url)
+        messages: list[Any] = [{"role": "user", "content": QUESTION}]
+        seen: list[str] = []
+        while True:
+            response = client.chat.complete(model="mistral-small-latest", messages=messages, tools=OPENAI_TOOLS)
+            message = response.choices[0].message
+            if not message.tool_calls:
+                return [*seen, str(message.content)]
+            messages.append(message)
+            for call in message.tool_calls:
+                args = call.function.arguments
+                result = run_tool[call.function.name](**(json.loads(args) if isinstance(args, str) else args))
+                seen.append(f"{call.function.name} -> {result}")
+                messages.append({"role": "tool", "name": call.function.name, "content": result, "tool_call_id": call.id})
+
+    seen = battery.run(agent, providers=("mistral",))
+    _assert_agent_run(battery, tools, seen, "mistral.chat.complete")
+
+
+def test_cohere_v2_agent_loop(battery: Any, tools: Any) -> None:
+    cohere = pytest.importorskip("cohere")
+    run_tool = {"get_weather": _get_weather(tools)}
+
+    def agent() -> list[str]:
+        co = cohere.ClientV2(base_url=battery.stub.cohere_base_url, max_retries=0)  # CO_API_KEY from the environment
+        messages: list[Any] = [{"role": "user", "content": QUESTION}]
+        seen: list[str] = []
+        while True:
+            response = co.chat(model="command-a-03-2025", messages=messages, tools=OPENAI_TOOLS)
+            if not response.message.tool_calls:
+                return [*seen, response.message.content[0].text]
+            messages.append(response.message)
+            for call in response.message.tool_calls:
+                result = run_tool[call.function.name](**json.loads(call.function.arguments))
+                seen.append(f"{call.function.name} -> {result}")
+                document = {"type": "document", "document": {"data": json.dumps({"weather": result})}}
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": [document]})
+
+    seen = battery.run(agent, providers=("cohere",))
+    assert battery.live_tools == tools.names() == ["get_weather"]
+    assert seen[0] == "get_weather -> Dry and 35C in Cairo"
+    assert seen[1] == ANSWER.replace("Dry and 35C in Cairo", json.dumps({"weather": "Dry and 35C in Cairo"})), seen[1]
+    assert [(e.kind, e.name) for e in battery.steps] == [("llm", "cohere.v2.chat")] * 2
+
+
+def test_gemini_automatic_function_calling(battery: Any, tools: Any) -> None:
+    pytest.importorskip("google.genai")
+    from google import genai
+    from google.genai import types
+
+    get_weather = _get_weather(tools)
+
+    def agent() -> tuple[str, list[str]]:
+        client = genai.Client(http_options={"base_url": battery.stub.gemini_base_url})  # GEMINI_API_KEY
+        response = client.models.generate_content(
+            model="gemini-2.5-flash",
+            contents=QUESTION,
+            config=types.GenerateContentConfig(tools=[get_weather]),  # the SDK calls the tool itself
+        )
+        history = [
+            part.function_response.name
+            for content in response.automatic_function_calling_history or []
+            for part in content.parts or []
+            if part.function_response
+        ]
+        return str(response.text), history
+
+    answer, history = battery.run(agent, providers=("gemini",))
+    assert battery.live_tools == tools.names() == ["get_weather"]
+    assert history == ["get_weather"]
+    assert answer == ANSWER, answer
+    assert [e.kind for e in battery.steps] == ["llm", "llm"]
+
+
+def test_bedrock_converse_through_langchain_aws(battery: Any, tools: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("langchain_aws")
+    pytest.importorskip("langchain.agents")
+    from langchain.agents import create_agent
+    from langchain_aws import ChatBedrockConverse
+    from langchain_core.tools import tool
+
+    for name, value in {"AWS_ACCESS_KEY_ID": "battery", "AWS_SECRET_ACCESS_KEY": "battery", "AWS_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(name, value)
+    get_weather = tool(_get_weather(tools))
+
+    def agent() -> list[str]:
+        model = ChatBedrockConverse(
+            model="anthropic.claude-3-haiku-20240307-v1:0",
+            region_name="us-east-1",
+            endpoint_url=battery.stub.bedrock_endpoint_url,
+        )
+        graph = create_agent(model, tools=[get_weather])
+        state = graph.invoke({"messages": [{"role": "user", "content": QUESTION}]})
+        return [str(m.content) for m in state["messages"]]
+
+    messages = battery.run(agent, providers=("bedrock",))
+    assert battery.live_tools == tools.names() == ["get_weather"]
+    assert messages[-1] == ANSWER, messages[-1]
+    assert [e.kind for e in battery.steps] == ["llm", "llm"]
