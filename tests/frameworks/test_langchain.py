@@ -82,3 +82,69 @@ def test_astream_a_chat_model_with_usage(battery: Any) -> None:
     text, usage = battery.run(lambda: asyncio.run(main()))
     assert text == "Echo: count the words in this sentence"
     assert usage["output_tokens"] > 0  # the final usage chunk replays too
+
+
+def test_responses_api_streaming_with_a_tool(battery: Any, tools: Any) -> None:
+    """``use_responses_api=True``: LangChain on OpenAI's Responses API, streamed, in a tool loop."""
+    from langchain_core.messages import HumanMessage, ToolMessage
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+
+    @tool
+    def get_weather(city: str) -> str:
+        """The current weather in a city."""
+        tools("get_weather", city)
+        return f"Breezy in {city}"
+
+    def agent() -> list[str]:
+        model = ChatOpenAI(model="gpt-4o-mini", use_responses_api=True, streaming=True, max_retries=0)
+        bound = model.bind_tools([get_weather])
+        messages: list[Any] = [HumanMessage("What is the weather in city=Split today?")]
+        reply = None
+        for chunk in bound.stream(messages):
+            reply = chunk if reply is None else reply + chunk
+        assert reply is not None
+        messages.append(reply)
+        for call in reply.tool_calls:
+            messages.append(ToolMessage(get_weather.invoke(call["args"]), tool_call_id=call["id"]))
+        return [chunk.text for chunk in bound.stream(messages)]
+
+    chunks = battery.run(agent)
+    assert battery.live_tools == tools.names() == ["get_weather"]
+    assert "".join(chunks) == "Based on the tool result: Breezy in Split"
+    assert [e.name for e in battery.steps] == ["openai.responses.create"] * 2
+
+
+def test_a_stream_abandoned_halfway_replays_the_same(battery: Any) -> None:
+    from langchain_openai import ChatOpenAI
+
+    def agent() -> list[str]:
+        model = ChatOpenAI(model="gpt-4o-mini", max_retries=0)
+        seen = []
+        for chunk in model.stream("one two three four five six seven"):
+            seen.append(str(chunk.content))
+            if len(seen) == 4:
+                break  # the caller has what it needs
+        return seen
+
+    seen = battery.run(agent)
+    assert len(seen) == 4
+
+
+def test_the_framework_retry_of_a_rate_limit_replays(battery: Any) -> None:
+    """The SDK under ChatOpenAI retries a 429 by itself, inside one recorded step.
+
+    rewind records at the SDK method (``create``), above the SDK's own retry loop: the step
+    holds the call's outcome, and a replay serves it at once, with no failed attempt and no
+    retry wait.
+    """
+    from langchain_openai import ChatOpenAI
+
+    battery.stub.fail_next(429, headers={"retry-after": "0"})
+
+    def agent() -> str:
+        return str(ChatOpenAI(model="gpt-4o-mini", max_retries=1).invoke("hello after a 429").content)
+
+    assert battery.run(agent) == "Echo: hello after a 429"
+    assert battery.stub.request_count == 2  # live: the 429, then the retry
+    assert [(e.name, e.ok) for e in battery.steps] == [("openai.chat.completions.create", True)]

@@ -123,3 +123,32 @@ def test_handoff_between_two_agents(battery: Any, tools: Any, sdk: Any) -> None:
     assert len(steps) == 3
     assert steps[0].request["tools"][0]["name"] == "transfer_to_forecaster"
     assert steps[1].request["tools"][0]["name"] == "get_forecast"  # the specialist's turn
+
+
+def test_chat_completions_model_streamed(battery: Any, tools: Any, sdk: Any) -> None:
+    """The SDK on Chat Completions (``set_default_openai_api("chat_completions")``), streamed."""
+    from agents import Agent, Runner, function_tool, set_default_openai_api
+
+    @function_tool
+    def get_weather(city: str) -> str:
+        """The current weather in a city."""
+        tools("get_weather", city)
+        return f"Humid in {city}"
+
+    set_default_openai_api("chat_completions")
+    try:
+
+        async def main() -> tuple[str, int]:
+            assistant = Agent(name="Assistant", model="gpt-4o-mini", tools=[get_weather])
+            result = Runner.run_streamed(assistant, "What is the weather in city=Manaus today?")
+            events = [event async for event in result.stream_events()]
+            return str(result.final_output), len(events)
+
+        answer, events = battery.run(lambda: asyncio.run(main()))
+    finally:
+        set_default_openai_api("responses")
+    assert battery.live_tools == ["get_weather"]
+    assert answer == "Based on the tool result: Humid in Manaus"
+    assert events > 5
+    assert [e.name for e in battery.steps] == ["openai.chat.completions.create"] * 2
+    assert all(e.request["stream"] for e in battery.steps)

@@ -18,6 +18,12 @@ class Trip(BaseModel):
     pack_umbrella: bool
 
 
+def _final(city: str, weather: str, pack_umbrella: bool) -> dict[str, Any]:
+    """A scripted model turn that ends the run through pydantic-ai's output tool."""
+    arguments = {"city": city, "weather": weather, "pack_umbrella": pack_umbrella}
+    return {"tool_calls": [{"name": "final_result", "arguments": arguments}]}
+
+
 def test_openai_structured_output_type_and_a_tool(battery: Any, tools: Any) -> None:
     from pydantic_ai import Agent
 
@@ -95,3 +101,50 @@ def test_anthropic_run_stream(battery: Any, tools: Any) -> None:
     assert len(deltas) > 3
     assert [e.name for e in battery.steps] == ["anthropic.beta.messages.create"] * 2  # pydantic-ai uses the beta client
     assert all(e.request["stream"] for e in battery.steps)
+
+
+def test_openai_run_stream_of_a_structured_output(battery: Any) -> None:
+    from pydantic_ai import Agent
+
+    battery.stub.add_script(_final("Bern", "dry", False))
+
+    async def main() -> tuple[list[dict[str, Any]], Trip]:
+        planner = Agent("openai:gpt-4o-mini", output_type=Trip)
+        async with planner.run_stream("Plan a day in Bern.") as result:
+            partials = [p.model_dump() async for p in result.stream_output(debounce_by=None)]
+            return partials, await result.get_output()
+
+    partials, trip = battery.run(lambda: asyncio.run(main()))
+    assert trip == Trip(city="Bern", weather="dry", pack_umbrella=False)
+    assert partials[-1] == trip.model_dump()
+    assert battery.steps[0].request["stream"] is True
+
+
+def test_anthropic_structured_output_and_chat_completions_model(battery: Any, tools: Any) -> None:
+    """The Anthropic model with a tool and a structured output, and the explicit model classes."""
+    from pydantic_ai import Agent
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+
+    battery.stub.add_script(
+        {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Oban"}}]},
+        _final("Oban", "gale", True),
+    )
+
+    def agent() -> Trip:
+        provider = AnthropicProvider(base_url=battery.stub.anthropic_base_url)
+        model = AnthropicModel("claude-sonnet-4-6", provider=provider)
+        planner = Agent(model, output_type=Trip)
+
+        @planner.tool_plain
+        def get_weather(city: str) -> str:
+            """The current weather in a city."""
+            tools("get_weather", city)
+            return f"gale in {city}"
+
+        return planner.run_sync("A day in Oban: what is the weather?").output
+
+    trip = battery.run(agent, providers=("anthropic",))
+    assert trip == Trip(city="Oban", weather="gale", pack_umbrella=True)
+    assert battery.live_tools == ["get_weather"]
+    assert len(battery.steps) == 2
