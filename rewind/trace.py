@@ -640,9 +640,7 @@ def _check_header(raw: bytes, path: str) -> dict[str, Any]:
         raise TraceFormatError(f"trace format v{version} is not supported", path=path, line=1)
     threshold = header.get("externalize")
     if threshold is not None and (isinstance(threshold, bool) or not isinstance(threshold, int) or threshold < 1):
-        raise TraceFormatError(
-            f"header has an invalid externalize threshold {_describe(threshold)}", path=path, line=1
-        )
+        raise TraceFormatError(f"header has an invalid externalize threshold {_describe(threshold)}", path=path, line=1)
     return header
 
 
@@ -781,9 +779,7 @@ def _check_unique_seqs(events: list[Event], path: str) -> None:
     )
 
 
-def _eager_event(
-    line: bytes, store: _blobs.BlobStore | None, cache: dict[str, Any], names: dict[bytes, str]
-) -> Event:
+def _eager_event(line: bytes, store: _blobs.BlobStore | None, cache: dict[str, Any], names: dict[bytes, str]) -> Event:
     event = _lazy_event(line, None, 0, names)
     if event is not None:
         # The writer's layout: the same skeleton a lazy open reads, and the same body a
@@ -851,6 +847,7 @@ def _lazy_event(line: bytes, source: _LineSource | None, offset: int, names: dic
     event._offset = offset
     event._length = len(line)
     event._keep = False
+    event._request_text = None
     return event
 
 
