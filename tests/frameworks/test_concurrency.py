@@ -117,3 +117,15 @@ def test_thread_pool_without_patch_thread_pool_records_nothing(battery: Any) -> 
         answers = agent()
     assert answers == [f"Echo: {city}" for city in CITIES]  # they ran, live
     assert battery.steps == []  # and none of them was recorded
+
+
+def test_langchain_batch_needs_no_patch(battery: Any) -> None:
+    """LangChain's own ``batch()`` fans out on a pool that copies the caller's context itself."""
+    from langchain_openai import ChatOpenAI
+
+    def agent() -> list[str]:
+        model = ChatOpenAI(model="gpt-4o-mini", max_retries=0)
+        return [str(m.content) for m in model.batch(list(CITIES), config={"max_concurrency": 3})]
+
+    assert battery.run(agent, match="parallel") == [f"Echo: {city}" for city in CITIES]
+    assert len(battery.steps) == 3
