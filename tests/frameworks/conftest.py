@@ -20,6 +20,8 @@ import os
 for _name, _value in {
     "CREWAI_DISABLE_TELEMETRY": "true",
     "CREWAI_DISABLE_TRACKING": "true",
+    "CREWAI_TRACING_ENABLED": "false",
+    "CREWAI_DISABLE_VERSION_CHECK": "true",
     "HAYSTACK_TELEMETRY_ENABLED": "False",
     "ANONYMIZED_TELEMETRY": "False",
     "DO_NOT_TRACK": "1",
