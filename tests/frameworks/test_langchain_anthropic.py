@@ -23,7 +23,7 @@ def test_chat_anthropic_bind_tools_loop(battery: Any, tools: Any) -> None:
     def agent() -> list[str]:
         # The tool loop of LangChain's tool-calling guide.
         model = ChatAnthropic(
-            model="claude-sonnet-4-5", base_url=battery.stub.anthropic_base_url, max_retries=0
+            model="claude-sonnet-4-6", base_url=battery.stub.anthropic_base_url, max_retries=0
         ).bind_tools([get_weather])
         messages: list[Any] = [HumanMessage("What is the weather in city=Lisbon today?")]
         reply = model.invoke(messages)
@@ -53,7 +53,7 @@ def test_chat_anthropic_in_a_langgraph_agent_streaming(battery: Any, tools: Any)
         return f"Hotel Central in {city}"
 
     def agent() -> list[str]:
-        model = ChatAnthropic(model="claude-sonnet-4-5", streaming=True, max_retries=0)  # ANTHROPIC_BASE_URL
+        model = ChatAnthropic(model="claude-sonnet-4-6", streaming=True, max_retries=0)  # ANTHROPIC_BASE_URL
         graph = create_agent(model, tools=[search_hotels])
         tokens = []
         for chunk, _ in graph.stream(
@@ -67,3 +67,40 @@ def test_chat_anthropic_in_a_langgraph_agent_streaming(battery: Any, tools: Any)
     assert battery.live_tools == ["search_hotels"]
     assert "".join(tokens) == "Based on the tool result: Hotel Central in Porto"
     assert len(battery.steps) == 2
+
+
+def test_extended_thinking_blocks_replay_with_their_signatures(battery: Any) -> None:
+    from langchain_anthropic import ChatAnthropic
+
+    battery.stub.add_script({"thinking": "The user wants a haiku; keep it short.", "text": "Old pond, frog leaps in."})
+
+    def agent() -> list[dict[str, Any]]:
+        model = ChatAnthropic(
+            model="claude-sonnet-4-6", max_tokens=2048, thinking={"type": "enabled", "budget_tokens": 1024}
+        )
+        reply = model.invoke("Write a haiku.")
+        return [dict(block) for block in reply.content]  # type: ignore[arg-type]
+
+    blocks = battery.run(agent, providers=("anthropic",))
+    assert [b["type"] for b in blocks] == ["thinking", "text"]
+    assert blocks[0]["signature"]  # needed to send the block back in a later turn
+    assert blocks[1]["text"] == "Old pond, frog leaps in."
+
+
+def test_astream_events_of_a_chain(battery: Any) -> None:
+    import asyncio
+
+    from langchain_anthropic import ChatAnthropic
+    from langchain_core.output_parsers import StrOutputParser
+
+    async def main() -> list[str]:
+        chain = ChatAnthropic(model="claude-sonnet-4-6", max_retries=0) | StrOutputParser()
+        return [
+            event["data"]["chunk"]
+            async for event in chain.astream_events("stream these words please", version="v2")
+            if event["event"] == "on_parser_stream"
+        ]
+
+    chunks = battery.run(lambda: asyncio.run(main()), providers=("anthropic",))
+    assert "".join(chunks) == "Echo: stream these words please"
+    assert len(chunks) > 3
