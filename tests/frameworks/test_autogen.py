@@ -22,9 +22,7 @@ def test_assistant_agent_calls_a_tool_and_reflects(battery: Any, tools: Any) -> 
 
     async def main() -> list[str]:
         client = OpenAIChatCompletionClient(model="gpt-4o-mini-2024-07-18", base_url=battery.stub.openai_base_url)
-        assistant = AssistantAgent(
-            "assistant", model_client=client, tools=[get_weather], reflect_on_tool_use=True
-        )
+        assistant = AssistantAgent("assistant", model_client=client, tools=[get_weather], reflect_on_tool_use=True)
         result = await assistant.run(task="What is the weather in city=Helsinki today?")
         await client.close()
         return [f"{m.type}:{m.to_text()}" for m in result.messages]
@@ -55,7 +53,8 @@ def test_assistant_agent_streams_tokens(battery: Any, tools: Any) -> None:
             model_client_stream=True,
         )
         chunks = [
-            m.content async for m in assistant.run_stream(task="What is the weather in city=Tallinn today?")
+            m.content
+            async for m in assistant.run_stream(task="What is the weather in city=Tallinn today?")
             if isinstance(m, ModelClientStreamingChunkEvent)
         ]
         await client.close()

@@ -29,7 +29,11 @@ def test_react_calls_a_tool_and_answers(battery: Any, tools: Any) -> None:
         return f"Rainy and 9C in {city}"
 
     battery.stub.add_script(
-        _turn(next_thought="I should look up the weather.", next_tool_name="get_weather", next_tool_args='{"city": "Oslo"}'),
+        _turn(
+            next_thought="I should look up the weather.",
+            next_tool_name="get_weather",
+            next_tool_args='{"city": "Oslo"}',
+        ),
         _turn(next_thought="I know the weather now.", next_tool_name="finish", next_tool_args="{}"),
         _turn(reasoning="The tool said it is rainy.", answer="Oslo is rainy, 9C."),
     )

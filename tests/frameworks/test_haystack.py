@@ -65,7 +65,9 @@ def test_agent_streams_through_a_pipeline(battery: Any, tools: Any) -> None:
         tokens: list[str] = []
         generator = OpenAIChatGenerator(model="gpt-4o-mini", api_base_url=battery.stub.openai_base_url, max_retries=0)
         pipeline = Pipeline()
-        pipeline.add_component("prompt", ChatPromptBuilder(template=[ChatMessage.from_user("Weather in city={{city}} now?")]))
+        pipeline.add_component(
+            "prompt", ChatPromptBuilder(template=[ChatMessage.from_user("Weather in city={{city}} now?")])
+        )
         pipeline.add_component(
             "agent",
             Agent(chat_generator=generator, tools=[get_weather], streaming_callback=lambda c: tokens.append(c.content)),

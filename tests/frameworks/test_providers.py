@@ -23,7 +23,11 @@ WEATHER_SCHEMA = {
 OPENAI_TOOLS = [
     {
         "type": "function",
-        "function": {"name": "get_weather", "description": "The current weather in a city.", "parameters": WEATHER_SCHEMA},
+        "function": {
+            "name": "get_weather",
+            "description": "The current weather in a city.",
+            "parameters": WEATHER_SCHEMA,
+        },
     }
 ]
 
@@ -136,7 +140,9 @@ def test_mistral_agent_loop(battery: Any, tools: Any) -> None:
                 args = call.function.arguments
                 result = run_tool[call.function.name](**(json.loads(args) if isinstance(args, str) else args))
                 seen.append(f"{call.function.name} -> {result}")
-                messages.append({"role": "tool", "name": call.function.name, "content": result, "tool_call_id": call.id})
+                messages.append(
+                    {"role": "tool", "name": call.function.name, "content": result, "tool_call_id": call.id}
+                )
 
     seen = battery.run(agent, providers=("mistral",))
     _assert_agent_run(battery, tools, seen, "mistral.chat.complete")
@@ -204,7 +210,11 @@ def test_bedrock_converse_through_langchain_aws(battery: Any, tools: Any, monkey
     from langchain_aws import ChatBedrockConverse
     from langchain_core.tools import tool
 
-    for name, value in {"AWS_ACCESS_KEY_ID": "battery", "AWS_SECRET_ACCESS_KEY": "battery", "AWS_REGION": "us-east-1"}.items():
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "battery",
+        "AWS_SECRET_ACCESS_KEY": "battery",
+        "AWS_REGION": "us-east-1",
+    }.items():
         monkeypatch.setenv(name, value)
     get_weather = tool(_get_weather(tools))
 
@@ -222,3 +232,62 @@ def test_bedrock_converse_through_langchain_aws(battery: Any, tools: Any, monkey
     assert battery.live_tools == tools.names() == ["get_weather"]
     assert messages[-1] == ANSWER, messages[-1]
     assert [e.kind for e in battery.steps] == ["llm", "llm"]
+
+
+def test_xai_grpc_agent_loop(tmp_path: Any, tools: Any) -> None:
+    """xAI speaks gRPC, not HTTP: the in-process gRPC server of the main suite stands in for the stub."""
+    pytest.importorskip("xai_sdk")
+    pytest.importorskip("grpc")
+    import importlib.util
+    from pathlib import Path
+
+    import xai_sdk
+    from xai_sdk.chat import tool, tool_result, user
+
+    import rewind
+
+    where = Path(__file__).resolve().parents[1] / "instrumentors" / "_xai_server.py"
+    spec = importlib.util.spec_from_file_location("_battery_xai_server", where)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def search(query: str) -> str:
+        tools("search", query)
+        return f"3 hits for {query}"
+
+    def agent(address: str) -> list[str]:
+        client = xai_sdk.Client(api_key="xai-battery", api_host=address, use_insecure_channel=True)
+        search_tool = tool("search", "Web search.", {"type": "object", "properties": {"query": {"type": "string"}}})
+        chat = client.chat.create(model="grok-4", tools=[search_tool])
+        chat.append(user("grok news"))
+        seen: list[str] = []
+        while True:
+            response = chat.sample()
+            if not response.tool_calls:
+                return [*seen, response.content]
+            chat.append(response)
+            for call in response.tool_calls:
+                result = search(**json.loads(call.function.arguments))
+                seen.append(f"{call.function.name} -> {result}")
+                chat.append(tool_result(result))
+
+    trace = tmp_path / "xai.rewind"
+    server = module.XAIStubServer().start()
+    unpatch = rewind.auto_patch("xai")
+    try:
+        with rewind.record(trace):
+            live = agent(server.address)
+        live_tools = tools.names()
+        tools.clear()
+        address = server.address
+        server.stop()  # nothing listens any more: a replay that went live fails loudly
+        with rewind.replay(trace):
+            replayed = agent(address)
+    finally:
+        unpatch()
+        server.stop()
+    assert replayed == live
+    assert live_tools == tools.names() == ["search"]
+    assert live == ["search -> 3 hits for grok news", "Based on the tool: 3 hits for grok news"]
+    assert [(e.kind, e.name) for e in rewind.Trace.load(trace).events] == [("llm", "xai.chat.completion")] * 2
