@@ -369,10 +369,13 @@ def _decode(raw: bytes) -> str:
     return raw.decode("utf-8", "surrogatepass")
 
 
-def _body_fields(raw: bytes) -> dict[str, Any]:
+def _body_fields(raw: bytes, match: re.Match[bytes] | None = None) -> dict[str, Any]:
     """Every field of an event line but the skeleton, checked strictly: each key once
-    (a skeleton key included), nothing after the object, nesting within ``MAX_DEPTH``."""
-    match = _SKELETON.match(raw)
+    (a skeleton key included), nothing after the object, nesting within ``MAX_DEPTH``.
+
+    ``match`` is the line's skeleton match, when the caller has it already."""
+    if match is None:
+        match = _SKELETON.match(raw)
     if match is None:
         data = _safe.strict_object(_decode(raw), _scan_value)
         for key in _SKELETON_KEYS:
@@ -768,10 +771,9 @@ def _is_torn(line: bytes) -> bool:
 
 def _check_unique_seqs(events: list[Event], path: str) -> None:
     """Two lines claiming one step would make a replay serve one and silently skip the other."""
-    seqs = list(map(_SEQ, events))
-    if len(set(seqs)) == len(seqs):
+    if len(set(map(_SEQ, events))) == len(events):
         return
-    twice = next(a for a, b in itertools.pairwise(seqs) if a == b)
+    twice = next(a.seq for a, b in itertools.pairwise(events) if a.seq == b.seq)  # events are sorted
     raise TraceFormatError(
         f"step {twice} is recorded on more than one line; a trace holds each step once "
         "(the file was edited or two recordings were joined): remove the extra line or re-record the run",
@@ -780,11 +782,12 @@ def _check_unique_seqs(events: list[Event], path: str) -> None:
 
 
 def _eager_event(line: bytes, store: _blobs.BlobStore | None, cache: dict[str, Any], names: dict[bytes, str]) -> Event:
-    event = _lazy_event(line, None, 0, names)
+    match = _SKELETON.match(line)
+    event = _lazy_event(line, None, 0, names, match) if match is not None else None
     if event is not None:
         # The writer's layout: the same skeleton a lazy open reads, and the same body a
         # lazy read parses, so Trace.load and Trace.open agree on every line.
-        body = _body_fields(line)
+        body = _body_fields(line, match)
         if store is not None and _blobs.BLOB_MARKER in line:
             body = _restore_fields(body, store, cache)
         event._body = body
@@ -819,8 +822,15 @@ def _check_skeleton(data: dict[str, Any]) -> None:
     _check_error(data)
 
 
-def _lazy_event(line: bytes, source: _LineSource | None, offset: int, names: dict[bytes, str]) -> Event | None:
-    match = _SKELETON.match(line)
+def _lazy_event(
+    line: bytes,
+    source: _LineSource | None,
+    offset: int,
+    names: dict[bytes, str],
+    match: re.Match[bytes] | None = None,
+) -> Event | None:
+    if match is None:
+        match = _SKELETON.match(line)
     if match is None or not line.endswith(b"}"):
         return None  # not written by our writer's fast layout: parse it fully
     seq, kind, name, fp, ts, duration, ok, live = match.groups()
@@ -837,7 +847,7 @@ def _lazy_event(line: bytes, source: _LineSource | None, offset: int, names: dic
     event.fingerprint = fp.decode("ascii")
     event.ts = start = float(ts)
     event.duration_ms = took = float(duration)
-    if start - start != 0.0 or took - took != 0.0:  # inf or nan (1e400 parses as inf)
+    if start - start or took - took:  # nan (truthy) for inf or nan: 1e400 parses as inf
         raise ValueError("ts and duration_ms must be finite numbers")
     event.ok = ok == b"true"
     event.live = live == b"true"
