@@ -32,11 +32,7 @@ def test_openai_structured_output_type_and_a_tool(battery: Any, tools: Any) -> N
     # model does: the user's tool first, then the output tool.
     battery.stub.add_script(
         {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}]},
-        {
-            "tool_calls": [
-                {"name": "final_result", "arguments": {"city": "Paris", "weather": "rain", "pack_umbrella": True}}
-            ]
-        },
+        _final("Paris", "rain", True),
     )
 
     def agent() -> Trip:
