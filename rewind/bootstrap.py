@@ -27,6 +27,11 @@ Variables:
 | ``REWIND_BREAK_AT`` | replay: pause in the debugger when this step is served |
 | ``REWIND_FORK_AT`` | with ``REWIND_REPLAY``: fork at this step instead of replaying |
 | ``REWIND_SAVE_AS`` | with ``REWIND_FORK_AT``: write the forked run here |
+| ``REWIND_EDIT`` | with ``REWIND_FORK_AT``: a JSON file with the changed outcome of that step (edit and continue) |
+| ``REWIND_THEN`` | with ``REWIND_EDIT``: ``live`` (default) or ``replay`` what still matches after the edit |
+| ``REWIND_FAULT`` | with ``REWIND_REPLAY``: one fault to inject (JSON, written by ``rewind mutate``) |
+| ``REWIND_NETWORK`` | replay: ``block`` refuses every connection not to loopback or ``REWIND_ALLOW_HOSTS`` |
+| ``REWIND_ALLOW_HOSTS`` | with ``REWIND_NETWORK=block``: comma-separated hosts that stay reachable |
 | ``REWIND_META`` | record: JSON object stored in the trace header |
 | ``REWIND_EXTERNALIZE`` | record: byte threshold for content-addressed blobs |
 | ``REWIND_REDACT`` | ``module:function`` scrubbing stored payloads |
@@ -68,6 +73,11 @@ SESSION_VARIABLES = (
     "REWIND_BREAK_AT",
     "REWIND_FORK_AT",
     "REWIND_SAVE_AS",
+    "REWIND_EDIT",
+    "REWIND_THEN",
+    "REWIND_FAULT",
+    "REWIND_NETWORK",
+    "REWIND_ALLOW_HOSTS",
     "REWIND_META",
     "REWIND_EXTERNALIZE",
     "REWIND_REDACT",
@@ -106,14 +116,14 @@ def session_from_environment(environ: Mapping[str, str] | None = None) -> Sessio
     if record_path and replay_path:
         raise EnvironmentConfigError("set REWIND_RECORD or REWIND_REPLAY, not both")
     if not record_path and not replay_path:
-        for name in ("REWIND_FORK_AT", "REWIND_SAVE_AS", "REWIND_BREAK_AT"):
+        for name in ("REWIND_FORK_AT", "REWIND_SAVE_AS", "REWIND_BREAK_AT", "REWIND_EDIT", "REWIND_FAULT"):
             if env.get(name):
                 raise EnvironmentConfigError(f"{name} needs REWIND_REPLAY (the trace to start from)")
         return None
     redact = _callable(env, "REWIND_REDACT")
     normalize = _callable(env, "REWIND_NORMALIZE")
     if record_path:
-        for name in ("REWIND_FORK_AT", "REWIND_SAVE_AS", "REWIND_BREAK_AT"):
+        for name in ("REWIND_FORK_AT", "REWIND_SAVE_AS", "REWIND_BREAK_AT", "REWIND_EDIT", "REWIND_FAULT"):
             if env.get(name):
                 raise EnvironmentConfigError(f"{name} applies to REWIND_REPLAY, not REWIND_RECORD")
         return record(
@@ -129,10 +139,20 @@ def session_from_environment(environ: Mapping[str, str] | None = None) -> Sessio
     break_at = _step(env, "REWIND_BREAK_AT")
     fork_at = _step(env, "REWIND_FORK_AT")
     save_as = env.get("REWIND_SAVE_AS") or None
+    edit_file = env.get("REWIND_EDIT") or None
+    fault = env.get("REWIND_FAULT") or None
+    network = env.get("REWIND_NETWORK") or "allow"
+    allow_hosts = [h.strip() for h in (env.get("REWIND_ALLOW_HOSTS") or "").split(",") if h.strip()]
     try:
+        if fault is not None:
+            from .what_if.faults import fault_session
+
+            return fault_session(replay_path, fault, match=match, redact=redact, normalize=normalize, network=network)
         if fork_at is None:
             if save_as is not None:
                 raise EnvironmentConfigError("REWIND_SAVE_AS needs REWIND_FORK_AT (the step where the run goes live)")
+            if edit_file is not None:
+                raise EnvironmentConfigError("REWIND_EDIT needs REWIND_FORK_AT (the step to edit)")
             return replay(
                 replay_path,
                 match=match,
@@ -140,13 +160,36 @@ def session_from_environment(environ: Mapping[str, str] | None = None) -> Sessio
                 break_at=break_at,
                 redact=redact,
                 normalize=normalize,
+                network=network,
+                allow_hosts=allow_hosts,
             )
         for name, value in (("REWIND_REQUIRE_FULL_CONSUMPTION", full), ("REWIND_BREAK_AT", break_at)):
             if value:
                 raise EnvironmentConfigError(f"{name} applies to a plain replay, not to REWIND_FORK_AT")
+        if edit_file is not None:
+            from .what_if import load_edit_file
+            from .what_if.fork import edit_fork
+
+            return edit_fork(
+                replay_path,
+                at=fork_at,
+                edit=load_edit_file(edit_file),
+                then=env.get("REWIND_THEN") or "live",
+                match=match,
+                save_as=save_as,
+                redact=redact,
+                normalize=normalize,
+                source=edit_file,
+            )
         return fork(replay_path, at=fork_at, match=match, save_as=save_as, redact=redact, normalize=normalize)
-    except ValueError as exc:  # an unknown REWIND_MATCH strategy
-        raise EnvironmentConfigError(f"REWIND_MATCH: {exc}") from None
+    except ValueError as exc:  # an unknown REWIND_MATCH strategy, a bad edit or fault
+        from .what_if import EditError
+        from .what_if.faults import FaultError
+
+        if isinstance(exc, (EditError, FaultError)):
+            raise EnvironmentConfigError(str(exc)) from None
+        name = "REWIND_NETWORK" if "network=" in str(exc) else "REWIND_MATCH"
+        raise EnvironmentConfigError(f"{name}: {exc}") from None
 
 
 def _meta(env: Mapping[str, str]) -> dict[str, Any] | None:

@@ -29,6 +29,7 @@ from ._preview import answer_text, clip, compact, outcome, pretty
 from .canonical import canonical_json
 from .similarity import lexical_similarity
 from .trace import Event, PathLike, Trace
+from .what_if.provenance import edit_provenance
 
 EQUAL = "equal"
 CHANGED = "changed"
@@ -225,6 +226,9 @@ def diff_traces(a: Trace | PathLike, b: Trace | PathLike, *, exact: bool = False
     for label, trace in (("A", trace_a), ("B", trace_b)):
         if trace.torn_tail:
             notes.append(f"run {label} ends in a torn line (its recorder was killed); compared its complete steps")
+        edit = edit_provenance(trace)
+        if edit:
+            notes.append(f"run {label} {edit}")
     return TraceDiff(
         entries=entries,
         a_label=trace_a.path or "A",

@@ -12,7 +12,7 @@ import threading
 import uuid
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from . import breakpoints
+from . import breakpoints, network_guard
 from .errors import (
     DivergenceError,
     IdentityCollisionWarning,
@@ -30,6 +30,7 @@ from .errors import (
 )
 from .exporters.rewind_file import RewindSpanExporter
 from .matching import Matcher, resolve_matcher
+from .network_guard import check_network
 from .replay import ReplaySpanProcessor
 from .telemetry import RunSpan
 from .trace import BLOBS_FORMAT_VERSION, Event, PathLike, Trace, TraceWriter, check_threshold, new_header
@@ -87,6 +88,9 @@ class Session:
         fork_at: int | None = None,
         save_as: PathLike | None = None,
         externalize: int | None = None,
+        network: str = "allow",
+        allow_hosts: Sequence[str] = (),
+        provenance: dict[str, Any] | None = None,
     ) -> None:
         if redact is not None and not callable(redact):
             raise TypeError(f"redact= must be a callable payload -> payload, not {type(redact).__name__}")
@@ -114,6 +118,11 @@ class Session:
         self._fork_at = fork_at
         self._save_as = os.fspath(save_as) if save_as is not None else None
         self._externalize = check_threshold(externalize)
+        self._network = check_network(network, allow_hosts)
+        self._allow_hosts = tuple(allow_hosts)
+        self._release_network: Callable[[], None] | None = None
+        #: What a what-if fork changed (an edit), kept in the saved fork's ``forked_from``.
+        self._provenance = provenance
         self._lock = threading.Lock()
         self._next_seq = 0
         self._replayer: ReplaySpanProcessor | None = None
@@ -149,6 +158,9 @@ class Session:
             raise RewindError("a rewind session can be entered only once; call record()/replay() again")
         self._entered = True
         self._open()
+        if self._network == "block":
+            # Installed with the session and removed with it (see rewind.network_guard).
+            self._release_network = network_guard.block(self.path, self._allow_hosts)
         self._run_span = RunSpan.open(self.mode, self.path)  # one run, one trace in a backend
         self._token = _ACTIVE.set(self)
         _OPEN.add(self)
@@ -164,10 +176,15 @@ class Session:
             except ValueError:  # exited in another context (e.g. a different task)
                 _ACTIVE.set(None)
             self._token = None
-        self._run_span.close(exc)
-        self._close(keep=exc_type is None)
-        if exc_type is None:
-            self._check_consumption()
+        try:
+            self._run_span.close(exc)
+            self._close(keep=exc_type is None)
+            if exc_type is None:
+                self._check_consumption()
+        finally:
+            release, self._release_network = self._release_network, None
+            if release is not None:
+                release()
 
     async def __aenter__(self) -> Session:
         return self.__enter__()
@@ -206,6 +223,7 @@ class Session:
                         "at": self._fork_at,
                         "created": source.header.get("created"),
                         "match": strategy,
+                        **(self._provenance or {}),
                     },
                 )
                 # A fork of a blob-externalizing trace keeps externalizing, or its
@@ -366,8 +384,16 @@ def replay(
     break_at: int | None = None,
     redact: Redactor | None = None,
     normalize: Normalizer | None = None,
+    network: str = "allow",
+    allow_hosts: Sequence[str] = (),
 ) -> Session:
-    """Replay ``path`` offline: every recorded call is served from the file."""
+    """Replay ``path`` offline: every recorded call is served from the file.
+
+    ``network="block"`` makes offline a guarantee: while the session is open, any
+    connection to a host other than loopback or ``allow_hosts`` raises
+    ``NetworkBlockedError`` naming the host and the code that tried (docs/what-if.md).
+    """
+    check_network(network, allow_hosts)
     resolve_matcher(match)  # fail on a bad strategy name now, not at the first call
     if break_at is not None and (not isinstance(break_at, int) or isinstance(break_at, bool) or break_at < 0):
         raise ValueError(f"replay(break_at=...) must be a step number >= 0, not {break_at!r}")
@@ -380,7 +406,12 @@ def replay(
         break_at=break_at,
         redact=redact,
         normalize=normalize,
+        network=network,
+        allow_hosts=allow_hosts,
     )
+
+
+_NO_EDIT: Any = object()
 
 
 def fork(
@@ -391,9 +422,24 @@ def fork(
     save_as: PathLike | None = None,
     redact: Redactor | None = None,
     normalize: Normalizer | None = None,
+    edit: Any = _NO_EDIT,
+    then: str | None = None,
 ) -> Session:
-    """Serve steps ``[0, at)`` from ``path``, then run live; ``save_as`` writes the new run."""
+    """Serve steps ``[0, at)`` from ``path``, then run live; ``save_as`` writes the new run.
+
+    With ``edit=`` (edit and continue): step ``at`` is served too, with its outcome changed
+    (new response JSON, ``{"error": {...}}``, or a function of the recorded ``Event``);
+    then ``then="live"`` (default) runs the rest live, ``then="replay"`` keeps serving
+    recorded steps while the requests still match them. See docs/what-if.md.
+    """
     if not isinstance(at, int) or isinstance(at, bool) or at < 0:
         raise ValueError(f"fork(at=...) must be a step number >= 0, not {at!r}")
     resolve_matcher(match)
+    if edit is not _NO_EDIT:
+        from .what_if.fork import edit_fork
+
+        options: dict[str, Any] = {"match": match, "save_as": save_as, "redact": redact, "normalize": normalize}
+        return edit_fork(path, at=at, edit=edit, then=then or "live", **options)
+    if then is not None:
+        raise ValueError("fork(then=...) applies to an edit: pass edit= too (a plain fork always runs live)")
     return Session("fork", path=path, match=match, fork_at=at, save_as=save_as, redact=redact, normalize=normalize)

@@ -32,6 +32,8 @@ COMMANDS: dict[str, str] = {
     "compact": ".compact",
     "record": ".record",
     "replay": ".replay",
+    "fork": ".fork",
+    "mutate": ".mutate",
     "import": ".import_",
     "check": ".check",
 }

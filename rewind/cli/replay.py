@@ -51,6 +51,17 @@ def _same_path(a: str, b: str) -> bool:
 @click.option("--save-as", metavar="PATH", help="With --fork-at: write the forked run (prefix + live steps) here.")
 @click.option("--redact", metavar="MODULE:FUNCTION", help="Scrub the payloads of live steps with this function.")
 @click.option("--normalize", metavar="MODULE:FUNCTION", help="The identity normalizer the run was recorded with.")
+@click.option(
+    "--network",
+    type=click.Choice(("allow", "block")),
+    default="allow",
+    show_default=True,
+    help="block: any connection CMD makes to a host other than loopback (or --allow-host) fails at once, "
+    "naming the host and the code that tried.",
+)
+@click.option(
+    "--allow-host", "allow_hosts", multiple=True, metavar="HOST", help="With --network block: keep HOST reachable."
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing of ours when the run succeeds.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
 @click.pass_context
@@ -64,6 +75,8 @@ def command(
     save_as: str | None,
     redact: str | None,
     normalize: str | None,
+    network: str,
+    allow_hosts: tuple[str, ...],
     quiet: bool,
     command: tuple[str, ...],
 ) -> None:
@@ -93,6 +106,10 @@ def command(
         raise CliError(f"--fork-at {fork_at} is past the end of {trace_path}, which has {steps} steps")
     if break_at is not None and not any(event.seq == break_at for event in trace.events):
         raise CliError(f"--break-at {break_at}: {trace_path} has no step {break_at} (steps 0-{steps - 1})")
+    if network == "block" and fork_at is not None:
+        raise CliError("--network block applies to a plain replay: a fork's live steps need the network")
+    if allow_hosts and network != "block":
+        raise CliError("--allow-host applies to --network block")
     if save_as is not None and os.path.exists(save_as) and _same_path(save_as, trace_path):
         raise CliError(f"--save-as {save_as} is the trace being replayed; pass a different PATH")
 
@@ -109,6 +126,10 @@ def command(
         session["REWIND_REDACT"] = redact
     if normalize:
         session["REWIND_NORMALIZE"] = normalize
+    if network == "block":
+        session["REWIND_NETWORK"] = "block"
+        if allow_hosts:
+            session["REWIND_ALLOW_HOSTS"] = ",".join(allow_hosts)
 
     def report(status: dict[str, Any]) -> str:
         if fork_at is None:

@@ -9,6 +9,7 @@ import click
 from .._escape import inert, inert_value
 from .._preview import clip, compact, model_of, outcome, request_preview
 from ..trace import Event, Trace
+from ..what_if.provenance import edit_provenance
 from ._common import Output, get_output, is_terminal, open_trace, width
 
 
@@ -35,6 +36,9 @@ def header_lines(trace: Trace, out: Output) -> list[str]:
     forked = head.get("forked_from")
     if isinstance(forked, dict):
         lines.append(f"forked from {compact(forked.get('path'), 200)} at step {compact(forked.get('at'), 20)}")
+        edit = edit_provenance(trace)
+        if edit:
+            lines.append(inert(edit))
     if trace.torn_tail:
         lines.append(
             out.style("note:", fg="yellow")

@@ -1,0 +1,118 @@
+"""``rewind fork TRACE --at N [--edit step.json] -- CMD``: edit and continue, no code changes."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import click
+
+from .. import summary
+from ..what_if import THEN, EditError, edited_event, load_edit_file
+from ._common import CliError, open_trace
+from ._run import CHILD_CONTEXT, check_callable_spec, check_command, finish, run_child
+
+
+def _same_path(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+@click.command("fork", context_settings=CHILD_CONTEXT)
+@click.argument("trace_path", metavar="TRACE")
+@click.option("--at", "at", type=click.IntRange(min=0), required=True, metavar="STEP", help="The step to fork at.")
+@click.option(
+    "--edit",
+    "edit_path",
+    metavar="FILE",
+    help="Serve STEP with this JSON instead of its recorded outcome: a new response, "
+    '{"error": {...}}, or a whole step as `rewind show --json` prints it.',
+)
+@click.option(
+    "--then",
+    type=click.Choice(THEN),
+    default=None,
+    help="With --edit: after the edited step run live (default), or replay recorded steps while the "
+    "requests still match them.",
+)
+@click.option(
+    "-m",
+    "--match",
+    type=click.Choice(("strict", "ordered")),
+    default="strict",
+    show_default=True,
+    help="How the replayed steps are matched.",
+)
+@click.option("--save-as", metavar="PATH", help="Write the forked run (served steps + edit + live steps) here.")
+@click.option("--redact", metavar="MODULE:FUNCTION", help="Scrub the payloads of live steps with this function.")
+@click.option("--normalize", metavar="MODULE:FUNCTION", help="The identity normalizer the run was recorded with.")
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing of ours when the run succeeds.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
+@click.pass_context
+def command(
+    ctx: click.Context,
+    trace_path: str,
+    at: int,
+    edit_path: str | None,
+    then: str | None,
+    match: str,
+    save_as: str | None,
+    redact: str | None,
+    normalize: str | None,
+    quiet: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Run CMD with steps before STEP served from TRACE, then live.
+
+    With --edit FILE, STEP is served too, with the outcome in FILE ("what if the
+    model had called the other tool at step 7?"); the rest runs live, or with
+    --then replay keeps being served from TRACE while the requests still match.
+    The saved fork (--save-as) records the edit in its header: `rewind show` and
+    `rewind diff` name it.
+
+    \b
+    Exit status: CMD's own; 1 when CMD succeeded but the replayed prefix
+    diverged; 2 bad usage or input (a missing step, an edit that is not JSON).
+    """
+    argv = check_command(command)
+    if then is not None and edit_path is None:
+        raise CliError("--then applies to --edit FILE (a plain fork always runs live)")
+    check_callable_spec("--redact", redact)
+    check_callable_spec("--normalize", normalize)
+    trace = open_trace(trace_path)
+    steps = len(trace.events)
+    if save_as is not None and os.path.exists(save_as) and _same_path(save_as, trace_path):
+        raise CliError(f"--save-as {save_as} is the trace being forked; pass a different PATH")
+    session = {"REWIND_REPLAY": os.path.abspath(trace_path), "REWIND_MATCH": match}
+    if edit_path is not None:
+        if at >= steps:
+            last = f"steps 0-{steps - 1}" if steps else "no steps"
+            raise CliError(f"--at {at} --edit: {trace_path} has {steps} steps ({last}); there is no step {at} to edit")
+        try:
+            edited_event(trace.events[at], load_edit_file(edit_path))  # fail here, not in the child
+        except EditError as exc:
+            raise CliError(str(exc)) from None
+        session["REWIND_EDIT"] = os.path.abspath(edit_path)
+        session["REWIND_THEN"] = then or "live"
+        live_from = at + 1
+    else:
+        if at > steps:
+            raise CliError(f"--at {at} is past the end of {trace_path}, which has {steps} steps")
+        live_from = at
+    session["REWIND_FORK_AT"] = str(at)
+    if save_as is not None:
+        session["REWIND_SAVE_AS"] = os.path.abspath(save_as)
+    if redact:
+        session["REWIND_REDACT"] = redact
+    if normalize:
+        session["REWIND_NORMALIZE"] = normalize
+
+    def report(status: dict[str, Any]) -> str:
+        line = summary.forked(status, trace_path, live_from, save_as)
+        if edit_path is not None:
+            line += f"; step {at} was served the edit in {edit_path}"
+        return line
+
+    finish(ctx, run_child(argv, session), summary=report, quiet=quiet)

@@ -1,0 +1,242 @@
+"""``rewind mutate TRACE -- CMD``: replay a run once per injected fault and tabulate what CMD did.
+
+Each run is CMD as a child process, replaying TRACE with one fault served at one step
+(``REWIND_FAULT``). CMD's answer is its standard output and exit status: the unmutated
+replay runs first and gives the reference.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from .._preview import clip
+from ..what_if.faults import FAULTS, FaultError
+from ..what_if.mutate import OUTCOMES, Mutation, Result, plan, render_table
+from ._common import CliError, open_trace
+from ._run import CHILD_CONTEXT, _read_status, check_command, child_environment
+
+#: Some mutation crashed or hung.
+EXIT_NOT_RESILIENT = 1
+
+
+@dataclass(frozen=True)
+class _ChildRun:
+    finished: bool
+    returncode: int
+    stdout: str
+    stderr: str
+    status: dict[str, Any] | None
+    seconds: float
+
+
+def _run(argv: Sequence[str], session: Mapping[str, str], timeout: float) -> _ChildRun:
+    folder = tempfile.mkdtemp(prefix="rewind-mutate-")
+    status_file = os.path.join(folder, "status.json")
+    env = child_environment({**session, "REWIND_QUIET": "1"}, status_file)
+    started = time.perf_counter()
+    try:
+        try:
+            # Its own process group, so a hung run is stopped with everything it started.
+            child = subprocess.Popen(
+                list(argv), env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+            )
+        except OSError as exc:
+            raise CliError(f"{argv[0]}: cannot run it ({exc.strerror or exc})") from None
+        finished = True
+        try:
+            out, err = child.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            finished = False
+            try:
+                os.killpg(child.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            out, err = child.communicate()
+        seconds = time.perf_counter() - started
+        return _ChildRun(
+            finished,
+            child.returncode,
+            out.decode("utf-8", "replace"),
+            err.decode("utf-8", "replace"),
+            _read_status(status_file),
+            seconds,
+        )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?::\s?(.*))?$")
+
+
+def crash_of(stderr: str) -> tuple[str, str] | None:
+    """(exception class, message) of the last Python traceback in ``stderr``."""
+    lines = stderr.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent call last):")]
+    if not starts:
+        return None
+    # The exception line is the first one after the traceback's indented frames.
+    for line in lines[starts[-1] + 1 :]:
+        if line and not line[0].isspace():
+            found = _EXCEPTION_LINE.match(line)
+            if found:
+                return found.group(1), found.group(2) or ""
+    return None
+
+
+def classify(mutation: Mutation, run: _ChildRun, reference: _ChildRun, timeout: float) -> Result:
+    if not run.finished:
+        return Result(mutation, "hung", f"no exit after {timeout:g}s (stopped)", seconds=run.seconds)
+    divergence = (run.status or {}).get("divergence")
+    if isinstance(divergence, dict):
+        return Result(
+            mutation,
+            "diverged",
+            f"at step {divergence.get('step')}: the program took a path the recording does not hold",
+            error="rewind.errors.DivergenceError",
+            seconds=run.seconds,
+        )
+    if run.returncode != 0:
+        crash = crash_of(run.stderr)
+        if crash is not None:
+            name, message = crash
+            return Result(mutation, "crashed", clip(f"{name}: {message}", 120), error=name, seconds=run.seconds)
+        return Result(mutation, "crashed", f"exit status {run.returncode}", seconds=run.seconds)
+    if run.stdout == reference.stdout:
+        return Result(mutation, "same", answer=run.stdout, seconds=run.seconds)
+    return Result(
+        mutation, "different", clip(run.stdout.strip() or "(no output)", 120), answer=run.stdout, seconds=run.seconds
+    )
+
+
+@click.command("mutate", context_settings=CHILD_CONTEXT)
+@click.argument("trace_path", metavar="TRACE")
+@click.option(
+    "-f", "--fault", "faults", multiple=True, type=click.Choice(tuple(FAULTS)), help="Only this fault (repeatable)."
+)
+@click.option(
+    "-s",
+    "--step",
+    "steps",
+    multiple=True,
+    type=click.IntRange(min=0),
+    metavar="STEP",
+    help="Only this step (repeatable).",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Fixes where streams are cut and which runs --max-runs keeps.",
+)
+@click.option(
+    "--max-runs", type=click.IntRange(min=1), metavar="N", help="Run at most N mutations (sampled by --seed)."
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0.1),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="A run taking longer is stopped and reported as hung.",
+)
+@click.option(
+    "--retry-after",
+    default="1",
+    show_default=True,
+    metavar="SECONDS",
+    help="The retry-after header of injected 429/529 errors.",
+)
+@click.option(
+    "--live", is_flag=True, help="Let calls the recording does not hold go live instead of reporting 'diverged'."
+)
+@click.option(
+    "-m",
+    "--match",
+    type=click.Choice(("strict", "ordered")),
+    default="strict",
+    show_default=True,
+    help="How the replayed steps are matched.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
+def command(
+    trace_path: str,
+    faults: tuple[str, ...],
+    steps: tuple[int, ...],
+    seed: int,
+    max_runs: int | None,
+    timeout: float,
+    retry_after: str,
+    live: bool,
+    match: str,
+    as_json: bool,
+    command: tuple[str, ...],
+) -> None:
+    """Replay TRACE under CMD once per fault, each injected at one step, and report what CMD did.
+
+    Faults arrive as the SDK's own exceptions and objects (openai.RateLimitError
+    with retry-after, anthropic.OverloadedError, a stream cut mid-way, a tool that
+    raises …), so CMD's real recovery code runs. CMD's answer is its standard
+    output: the unmutated replay runs first as the reference. Each run is
+    reported as: same (recovered, same answer), different (recovered, another
+    answer), crashed (and the exception), hung (stopped after --timeout), or
+    diverged (CMD took a path the recording does not hold; --live lets it go on).
+
+    \b
+    Exit status: 0 every run recovered or diverged; 1 some run crashed or hung;
+    2 bad usage or input, or the unmutated replay itself fails.
+    """
+    argv = check_command(command)
+    trace = open_trace(trace_path)
+    try:
+        mutations = plan(
+            trace, faults=faults or None, steps=steps or None, seed=seed, max_runs=max_runs, retry_after=retry_after
+        )
+    except (FaultError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    base = {"REWIND_REPLAY": os.path.abspath(trace_path), "REWIND_MATCH": match}
+    reference = _run(argv, base, timeout)
+    if not reference.finished or reference.returncode != 0 or (reference.status or {}).get("error"):
+        why = (
+            f"did not finish within {timeout:g}s"
+            if not reference.finished
+            else (reference.status or {}).get("error") or _last_line(reference.stderr) or f"exit {reference.returncode}"
+        )
+        raise CliError(f"the unmutated replay of {trace_path} fails ({why}); mutations would mean nothing")
+    results: list[Result] = []
+    for mutation in mutations:
+        spec = mutation.spec(live=live)
+        run = _run(argv, {**base, "REWIND_FAULT": json.dumps(spec)}, timeout)
+        results.append(classify(mutation, run, reference, timeout))
+    counts = {outcome: sum(1 for r in results if r.outcome == outcome) for outcome in OUTCOMES}
+    if as_json:
+        report = {
+            "trace": trace_path,
+            "seed": seed,
+            "baseline": {"stdout": reference.stdout, "exit": reference.returncode},
+            "counts": counts,
+            "results": [r.to_dict() for r in results],
+        }
+        click.echo(json.dumps(report, indent=2))
+    else:
+        click.echo(render_table(results, counts, header=f"{trace_path} (seed {seed})"))
+    if counts["crashed"] or counts["hung"]:
+        raise click.exceptions.Exit(EXIT_NOT_RESILIENT)
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return clip(lines[-1], 200) if lines else ""

@@ -1,0 +1,349 @@
+"""The fault catalog: one realistic failure at one recorded step, as the SDK itself would deliver it.
+
+Each fault turns a recorded step into the step the agent gets instead: an error record
+that the instrumentor revives as the SDK's own exception class (``openai.RateLimitError``
+with ``e.response.headers["retry-after"]``, ``anthropic.OverloadedError`` …), or a
+response / stream that the instrumentor revives as the SDK's own objects. A fault is
+served once, in front of the recorded step, so an agent that retries is answered from
+the recording (see ``WhatIfMatcher``).
+
+Provider errors (rate limit, server error, overloaded, timeout, connection reset) are
+made for the SDKs built on the same generated client: openai, anthropic, groq, together
+and fireworks. Response faults (empty content, malformed tool-call arguments) know
+OpenAI chat completions and Anthropic messages; stream faults work on any recorded
+stream; tool and retrieval faults on any ``@rewind.tool`` / ``@rewind.memory`` step.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..trace import Event, PathLike, Trace
+
+if TYPE_CHECKING:
+    from ..session import Normalizer, Redactor, Session
+
+#: SDK module (the first part of a recorded call's name) -> it has the generated client's error classes.
+STAINLESS_SDKS = frozenset({"openai", "anthropic", "groq", "together", "fireworks"})
+_REQUEST_ID = "req_rewind_fault"
+
+
+class FaultError(ValueError):
+    """A fault rewind cannot inject (an unknown name, a step it does not apply to)."""
+
+
+@dataclass(frozen=True)
+class FaultOptions:
+    """Knobs of the synthesized faults."""
+
+    #: The ``retry-after`` header of injected 429/529 answers, in seconds.
+    retry_after: str = "1"
+
+
+Builder = Callable[[Event, random.Random, FaultOptions], "dict[str, Any] | None"]
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One kind of failure: a name, what it means, and how a step is changed into it."""
+
+    name: str
+    description: str
+    builder: Builder
+
+    def apply(self, event: Event, rng: random.Random, options: FaultOptions = FaultOptions()) -> Event | None:
+        """The faulty step served in place of ``event``, or ``None`` when it does not apply."""
+        if not event.ok:
+            return None  # the recorded step failed already
+        change = self.builder(event, rng, options)
+        if change is None:
+            return None
+        data = event.to_dict()
+        for key in ("response", "error", "stream", "ok"):
+            data.pop(key, None)
+        data.update({k: v for k, v in change.items() if v is not None})
+        data["what_if"] = {"fault": self.name}
+        return Event.from_dict(data)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def sdk_of(event: Event) -> str | None:
+    """The generated-client SDK that made this llm call, or ``None``."""
+    module = event.name.split(".", 1)[0]
+    return module if event.kind == "llm" and module in STAINLESS_SDKS else None
+
+
+def _status_error(sdk: str, qualname: str, status: int, body: Any, headers: Mapping[str, str]) -> dict[str, Any]:
+    """An error record shaped like the ones recorded from the SDK's own status errors."""
+    text = json.dumps(body)
+    message = f"Error code: {status} - {body}"
+    return {
+        "type": f"{sdk}.{qualname}",
+        "module": sdk,
+        "qualname": qualname,
+        "message": message,
+        "attrs": {"message": message, "status_code": status, "request_id": _REQUEST_ID},
+        "response": {
+            "status_code": status,
+            "headers": {"content-type": "application/json", "x-request-id": _REQUEST_ID, **headers},
+            "text": text,
+        },
+        "body": body,
+    }
+
+
+def _error_body(sdk: str, kind: str, message: str) -> Any:
+    if sdk == "anthropic":
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"error": {"message": message, "type": kind, "code": kind}}
+
+
+def _plain_error(module: str, qualname: str, message: str) -> dict[str, Any]:
+    return {"type": f"{module}.{qualname}", "module": module, "qualname": qualname, "message": message}
+
+
+def _restream(event: Event, response: Any) -> dict[str, Any] | None:
+    """``response`` plus, for a streamed step, chunks made again from it."""
+    if event.get("stream") is None:
+        return {"response": response}
+    from ..importing.streams import with_stream
+
+    request = event.request
+    remade = with_stream(
+        Event.from_dict({**event.to_dict(), "response": response}), request if isinstance(request, Mapping) else {}
+    )
+    if remade is None:
+        return None
+    return {"response": response, "stream": remade.get("stream")}
+
+
+def _cut(chunks: list[Any], rng: random.Random) -> int:
+    return rng.randint(1, len(chunks) - 1)
+
+
+# --------------------------------------------------------------------------- the faults
+
+
+def _rate_limit(event: Event, rng: random.Random, options: FaultOptions) -> dict[str, Any] | None:
+    sdk = sdk_of(event)
+    if sdk is None:
+        return None
+    body = _error_body(sdk, "rate_limit_error" if sdk == "anthropic" else "rate_limit_exceeded", "Rate limit reached.")
+    return {"error": _status_error(sdk, "RateLimitError", 429, body, {"retry-after": options.retry_after})}
+
+
+def _server_error(event: Event, rng: random.Random, options: FaultOptions) -> dict[str, Any] | None:
+    sdk = sdk_of(event)
+    if sdk is None:
+        return None
+    body = _error_body(sdk, "api_error" if sdk == "anthropic" else "server_error", "Internal server error.")
+    return {"error": _status_error(sdk, "InternalServerError", 500, body, {})}
+
+
+def _overloaded(event: Event, rng: random.Random, options: FaultOptions) -> dict[str, Any] | None:
+    sdk = sdk_of(event)
+    if sdk is None:
+        return None
+    # Anthropic has a class of its own for 529; the others map every 5xx to InternalServerError.
+    qualname = "OverloadedError" if sdk == "anthropic" else "InternalServerError"
+    body = _error_body(sdk, "overloaded_error", "Overloaded")
+    return {"error": _status_error(sdk, qualname, 529, body, {"retry-after": options.retry_after})}
+
+
+def _timeout(event: Event, rng: random.Random, options: FaultOptions) -> dict[str, Any] | None:
+    sdk = sdk_of(event)
+    if sdk is None:
+        return None
+    return {"error": _plain_error(sdk, "APITimeoutError", "Request timed out.")}
+
+
+def _connection_reset(event: Event, rng: random.Random, options: FaultOptions) -> dict[str, Any] | None:
+    stream = event.get("stream")
+    chunks = stream.get("chunks") if isinstance(stream, Mapping) else None
+    if not isinstance(chunks, list) or len(chunks) < 2:
+        return None
+    # Mid-stream the SDKs do not wrap transport errors: the agent sees httpx's own.
+    error = _plain_error(
+        "httpx",
+        "RemoteProtocolError",
+        "peer closed connection without sending complete message body (incomplete chunked read)",
+    )
+    kept = chunks[: _cut(chunks, rng)]
+    return {"response": event.response, "error": error, "stream": {**stream, "chunks": kept, "truncated": True}}
+
+
+def _truncated_stream(event: Event, rng: random.Random, options: FaultOptions) -> dict[str, Any] | None:
+    stream = event.get("stream")
+    chunks = stream.get("chunks") if isinstance(stream, Mapping) else None
+    if not isinstance(chunks, list) or len(chunks) < 2:
+        return None
+    kept = chunks[: _cut(chunks, rng)]
+    return {"response": event.response, "stream": {**stream, "chunks": kept, "truncated": True}}
+
+
+def _empty_content(event: Event, rng: random.Random, options: FaultOptions) -> dict[str, Any] | None:
+    response = event.response
+    if event.kind != "llm" or not isinstance(response, dict):
+        return None
+    response = json.loads(json.dumps(response))
+    if response.get("object") == "chat.completion":
+        for choice in response.get("choices") or []:
+            message = choice.get("message") or {}
+            message["content"] = ""
+            message.pop("tool_calls", None)
+            message.pop("function_call", None)
+            choice["finish_reason"] = "stop"
+    elif response.get("type") == "message":
+        response["content"] = []
+        response["stop_reason"] = "end_turn"
+    else:
+        return None
+    return _restream(event, response)
+
+
+def _malformed_tool_args(event: Event, rng: random.Random, options: FaultOptions) -> dict[str, Any] | None:
+    response = event.response
+    if event.kind != "llm" or not isinstance(response, dict) or response.get("object") != "chat.completion":
+        return None
+    response = json.loads(json.dumps(response))
+    calls = [
+        call
+        for choice in response.get("choices") or []
+        for call in (choice.get("message") or {}).get("tool_calls") or []
+        if isinstance(call.get("function"), dict)
+    ]
+    if not calls:
+        return None
+    function = rng.choice(calls)["function"]
+    arguments = str(function.get("arguments") or "{}")
+    broken = arguments[: max(1, len(arguments) // 2)]
+    if _parses(broken):
+        broken = arguments + "}"  # still invalid: one brace too many
+    function["arguments"] = broken
+    return _restream(event, response)
+
+
+def _parses(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _tool_error(event: Event, rng: random.Random, options: FaultOptions) -> dict[str, Any] | None:
+    if event.kind != "tool":
+        return None
+    message = f"tool {event.name!r} failed (fault injected by rewind mutate at step {event.seq})"
+    return {"error": _plain_error("builtins", "RuntimeError", message)}
+
+
+def _empty_retrieval(event: Event, rng: random.Random, options: FaultOptions) -> dict[str, Any] | None:
+    if event.kind != "memory":
+        return None
+    response = event.response
+    empty: Any
+    if isinstance(response, list):
+        empty = []
+    elif isinstance(response, dict):
+        empty = {}
+    elif isinstance(response, str):
+        empty = ""
+    else:
+        return None
+    if response == empty:
+        return None
+    return {"response": empty}
+
+
+FAULTS: dict[str, Fault] = {
+    fault.name: fault
+    for fault in (
+        Fault("rate_limit", "HTTP 429 with retry-after (the SDK's RateLimitError)", _rate_limit),
+        Fault("server_error", "HTTP 500 (the SDK's InternalServerError)", _server_error),
+        Fault(
+            "overloaded", "HTTP 529 overloaded (anthropic.OverloadedError; InternalServerError elsewhere)", _overloaded
+        ),
+        Fault("timeout", "the request timed out (the SDK's APITimeoutError)", _timeout),
+        Fault("connection_reset", "the connection dropped mid-stream (httpx.RemoteProtocolError)", _connection_reset),
+        Fault("truncated_stream", "the stream ended early, without an error", _truncated_stream),
+        Fault("empty_content", "the model answered with empty content and no tool calls", _empty_content),
+        Fault("malformed_tool_args", "a tool call's arguments are cut-off JSON", _malformed_tool_args),
+        Fault("tool_error", "the tool raised (RuntimeError)", _tool_error),
+        Fault("empty_retrieval", "the retrieval returned nothing", _empty_retrieval),
+    )
+}
+
+
+def fault_named(name: str) -> Fault:
+    try:
+        return FAULTS[name]
+    except KeyError:
+        raise FaultError(f"unknown fault {name!r}; use one of {', '.join(FAULTS)}") from None
+
+
+def step_rng(seed: int, index: int, fault: str) -> random.Random:
+    """The random choices of one mutation (where a stream is cut …): fixed by the seed."""
+    return random.Random(f"{seed}:{index}:{fault}")
+
+
+def faulty_event(
+    event: Event, fault: str, *, index: int, seed: int = 0, options: FaultOptions = FaultOptions()
+) -> Event:
+    made = fault_named(fault).apply(event, step_rng(seed, index, fault), options)
+    if made is None:
+        raise FaultError(f"fault {fault!r} does not apply to step {event.seq} ({event.kind} {event.name!r})")
+    return made
+
+
+def fault_session(
+    path: PathLike,
+    spec: str | Mapping[str, Any],
+    *,
+    match: str = "strict",
+    redact: Redactor | None = None,
+    normalize: Normalizer | None = None,
+    network: str = "allow",
+) -> Session:
+    """The replay (or, with ``"live": true``, the fork) that injects the fault ``spec`` describes.
+
+    ``spec`` is ``{"index": N, "fault": NAME, "seed": S, "retry_after": "1", "live": false}``
+    (as JSON text in ``REWIND_FAULT``).
+    """
+    from ..matching import resolve_matcher
+    from ..session import Session
+    from .matcher import Change, WhatIfMatcher
+
+    if isinstance(spec, str):
+        try:
+            spec = json.loads(spec)
+        except ValueError as exc:
+            raise FaultError(f"REWIND_FAULT is not JSON ({exc})") from None
+    if (
+        not isinstance(spec, Mapping)
+        or not isinstance(spec.get("index"), int)
+        or not isinstance(spec.get("fault"), str)
+    ):
+        raise FaultError('a fault is {"index": step index, "fault": name, "seed": number}')
+    trace = Trace.open(path)
+    index = spec["index"]
+    if not 0 <= index < len(trace.events):
+        raise FaultError(f"{trace.path} has {len(trace.events)} steps; there is no step at index {index}")
+    options = FaultOptions(retry_after=str(spec.get("retry_after") or "1"))
+    event = faulty_event(
+        trace.events[index], spec["fault"], index=index, seed=int(spec.get("seed") or 0), options=options
+    )
+    label = f"{spec['fault']} at step {trace.events[index].seq}"
+    live = bool(spec.get("live"))
+    matcher = WhatIfMatcher(
+        resolve_matcher(match), {index: Change(index, event, replaces=False, label=label)}, then="replay"
+    )
+    if live:
+        return Session("fork", path=path, match=matcher, fork_at=index + 1, redact=redact, normalize=normalize)
+    return Session("replay", path=path, match=matcher, redact=redact, normalize=normalize, network=network)

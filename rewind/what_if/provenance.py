@@ -1,0 +1,24 @@
+"""The one-line story of a what-if fork, from its header (for ``show`` and ``diff``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._preview import compact
+
+
+def edit_provenance(trace: Any) -> str | None:
+    """``"is a fork of A whose step 3 was edited (…), then live"``, or ``None``."""
+    header = getattr(trace, "header", None)
+    forked = header.get("forked_from") if isinstance(header, dict) else None
+    edit = forked.get("edit") if isinstance(forked, dict) else None
+    if not isinstance(forked, dict) or not isinstance(edit, dict):
+        return None
+    then = (
+        "the rest ran live" if edit.get("then") == "live" else "the rest replayed while requests matched, then ran live"
+    )
+    return (
+        f"is a fork of {compact(forked.get('path'), 200)} whose step {compact(edit.get('step'), 20)} "
+        f"({compact(edit.get('kind'), 20)} {compact(edit.get('name'), 80)}) was served an edited "
+        f"{compact(edit.get('outcome'), 20)} from {compact(edit.get('from'), 120)}; {then}"
+    )
