@@ -610,7 +610,7 @@ def _chunk_reviver(provider: LiteLLMProvider, surface: Surface, state: Mapping[s
 
 
 class _SyncStream(SyncStream):
-    """``CustomStreamWrapper`` before ~1.6x has no ``close``: closing then only ends the step."""
+    """An older ``CustomStreamWrapper`` (1.5x, 1.60) has no ``close``: closing then only ends the step."""
 
     def close(self) -> None:
         _finish_quietly(self._self_engine, complete=False)
