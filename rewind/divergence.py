@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from ._escape import inert
 from .canonical import canonical_json
 from .dialect import translate
 from .errors import DivergenceError
@@ -102,7 +103,8 @@ def divergence(
     diff = ""
     changed: list[str] = []
     if expected is not None and expected.kind == call.kind:
-        diff = request_diff(expected.request, call.request, step)
+        # Recorded text is shown inert: the message reaches terminals (tracebacks, rewind replay).
+        diff = inert(request_diff(expected.request, call.request, step), keep_newlines=True)
         changed = [_path_text(path) for path, _, _ in _changed_paths(expected.request, call.request, ())]
     # In the words of the entry point that opened the session (--match, REWIND_MATCH, match=).
     hint = translate(_HINTS.get(reason, "").replace("{steps}", str(len(trace.events))))
@@ -132,7 +134,7 @@ def divergence(
             f"  nearest recorded candidate: step {event.seq} ({event.kind} {event.name!r}, {score:.0%} similar)"
         )
     got = {"kind": call.kind, "name": call.name, "fingerprint": call.fingerprint, "request": call.request}
-    text = "\n".join(lines)
+    text = inert("\n".join(lines), keep_newlines=True)
     return DivergenceError(text, step=step, reason=reason, expected=expected, got=got, diff=diff, hint=hint)
 
 

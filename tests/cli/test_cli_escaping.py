@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -170,3 +171,20 @@ def test_ordinary_text_is_left_alone(tmp_path: Path) -> None:
     result = run("show", "-v", path)
     assert "naïve search 🔍" in result.output and "Grüße — 東京" in result.output
     assert "\\x" not in result.output and "\\u" not in result.output
+
+
+def test_rewind_replay_reports_a_divergence_inert(run_cli, tmp_path: Path) -> None:
+    # The divergence message quotes the recorded request, hostile characters and all.
+    path = tmp_path / "run.rewind"
+
+    @rewind.llm(name="chat")
+    def chat(prompt: str) -> str:
+        return "ok"
+
+    with rewind.record(path):
+        chat(f"hi {HOSTILE}")
+    child = "import rewind\nrewind.llm(name='chat')(lambda prompt: 1)(prompt='hello')"
+    result = run_cli("replay", path, "--", sys.executable, "-c", child)
+    assert result.returncode != 0
+    assert "diverged" in result.stderr and "\\x9b31m" in result.stderr, result.stderr
+    assert_inert(result.stderr, color=False)
