@@ -6,6 +6,7 @@ model calls, send the results back, stop at the first answer without tool calls.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
@@ -291,3 +292,224 @@ def test_xai_grpc_agent_loop(tmp_path: Any, tools: Any) -> None:
     assert live_tools == tools.names() == ["search"]
     assert live == ["search -> 3 hits for grok news", "Based on the tool: 3 hits for grok news"]
     assert [(e.kind, e.name) for e in rewind.Trace.load(trace).events] == [("llm", "xai.chat.completion")] * 2
+
+
+async def _openai_shaped_stream_loop(create: Callable[..., Any], tools: Any, model: str, **extra: Any) -> list[str]:
+    """The same loop, async and streamed: tool-call deltas are stitched together by index."""
+    run_tool = {"get_weather": _get_weather(tools)}
+    messages: list[Any] = [{"role": "user", "content": QUESTION}]
+    seen: list[str] = []
+    for _ in range(4):
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        async for chunk in await create(model=model, messages=messages, tools=OPENAI_TOOLS, stream=True, **extra):
+            if not chunk.choices:
+                continue
+            delta = chunk.choices[0].delta
+            text.append(delta.content or "")
+            for part in delta.tool_calls or []:
+                call = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
+                call["id"] += part.id or ""
+                call["name"] += part.function.name or "" if part.function else ""
+                call["arguments"] += part.function.arguments or "" if part.function else ""
+        if not calls:
+            seen.append("".join(text))
+            return seen
+        messages.append(
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}}
+                    for c in calls.values()
+                ],
+            }
+        )
+        for c in calls.values():
+            result = run_tool[c["name"]](**json.loads(c["arguments"]))
+            seen.append(f"{c['name']} -> {result}")
+            messages.append({"role": "tool", "tool_call_id": c["id"], "content": result})
+    raise AssertionError("the agent did not finish")
+
+
+def _assert_streamed(battery: Any, tools: Any, seen: list[str], step: str) -> None:
+    _assert_agent_run(battery, tools, seen, step)
+    assert all(e.request.get("stream") for e in battery.steps)
+
+
+def test_litellm_acompletion_streamed_agent_loop(battery: Any, tools: Any) -> None:
+    litellm = pytest.importorskip("litellm")
+
+    def agent() -> list[str]:
+        async def create(**kwargs: Any) -> Any:
+            return await litellm.acompletion(api_base=battery.stub.openai_base_url, **kwargs)
+
+        return asyncio.run(_openai_shaped_stream_loop(create, tools, "openai/gpt-4o-mini"))
+
+    seen = battery.run(agent, providers=("litellm", "openai"))
+    _assert_streamed(battery, tools, seen, "litellm.completion")  # one name, sync or async
+
+
+@pytest.mark.parametrize(
+    ("module", "client", "model"),
+    [
+        ("groq", "AsyncGroq", "llama-3.3-70b-versatile"),
+        ("together", "AsyncTogether", "meta-llama/Llama-3.3-70B-Instruct-Turbo"),
+        ("fireworks", "AsyncFireworks", "accounts/fireworks/models/llama-v3p3-70b-instruct"),
+    ],
+)
+def test_openai_compatible_async_streamed_agent_loop(
+    battery: Any, tools: Any, module: str, client: str, model: str
+) -> None:
+    sdk = pytest.importorskip(module)
+
+    def agent() -> list[str]:
+        async def main() -> list[str]:
+            async with getattr(sdk, client)(base_url=battery.stub.url, max_retries=0) as api:
+                return await _openai_shaped_stream_loop(api.chat.completions.create, tools, model)
+
+        return asyncio.run(main())
+
+    seen = battery.run(agent, providers=(module,))
+    _assert_streamed(battery, tools, seen, f"{module}.chat.completions.create")
+
+
+def test_mistral_async_streamed_agent_loop(battery: Any, tools: Any) -> None:
+    pytest.importorskip("mistralai")
+    try:
+        from mistralai.client import Mistral
+    except ImportError:  # pragma: no cover - mistralai 1.x
+        from mistralai import Mistral
+
+    run_tool = {"get_weather": _get_weather(tools)}
+
+    async def main() -> list[str]:
+        client = Mistral(api_key="battery", server_url=battery.stub.mistral_base_url)
+        messages: list[Any] = [{"role": "user", "content": QUESTION}]
+        seen: list[str] = []
+        while True:
+            text: list[str] = []
+            calls: list[Any] = []
+            stream = await client.chat.stream_async(model="mistral-small-latest", messages=messages, tools=OPENAI_TOOLS)
+            async for event in stream:
+                delta = event.data.choices[0].delta
+                text.append(delta.content if isinstance(delta.content, str) else "")
+                calls.extend(delta.tool_calls or [])  # Mistral sends a tool call whole, in one delta
+            if not calls:
+                return [*seen, "".join(text)]
+            messages.append({"role": "assistant", "content": "", "tool_calls": [c.model_dump() for c in calls]})
+            for call in calls:
+                args = call.function.arguments
+                result = run_tool[call.function.name](**(json.loads(args) if isinstance(args, str) else args))
+                seen.append(f"{call.function.name} -> {result}")
+                messages.append(
+                    {"role": "tool", "name": call.function.name, "content": result, "tool_call_id": call.id}
+                )
+
+    seen = battery.run(lambda: asyncio.run(main()), providers=("mistral",))
+    _assert_agent_run(battery, tools, seen, "mistral.chat.stream")
+
+
+def test_cohere_v2_streamed_agent_loop(battery: Any, tools: Any) -> None:
+    cohere = pytest.importorskip("cohere")
+    run_tool = {"get_weather": _get_weather(tools)}
+
+    def agent() -> list[str]:
+        co = cohere.ClientV2(base_url=battery.stub.cohere_base_url, max_retries=0)
+        messages: list[Any] = [{"role": "user", "content": QUESTION}]
+        seen: list[str] = []
+        while True:
+            text: list[str] = []
+            plan: list[str] = []
+            calls: dict[int, dict[str, str]] = {}
+            for event in co.chat_stream(model="command-a-03-2025", messages=messages, tools=OPENAI_TOOLS):
+                if event.type == "content-delta":
+                    text.append(event.delta.message.content.text)
+                elif event.type == "tool-plan-delta":
+                    plan.append(event.delta.message.tool_plan)
+                elif event.type == "tool-call-start":
+                    tc = event.delta.message.tool_calls
+                    calls[event.index] = {"id": tc.id, "name": tc.function.name, "arguments": tc.function.arguments}
+                elif event.type == "tool-call-delta":
+                    calls[event.index]["arguments"] += event.delta.message.tool_calls.function.arguments
+            if not calls:
+                return [*seen, "".join(text)]
+            messages.append(
+                {
+                    "role": "assistant",
+                    "tool_plan": "".join(plan),
+                    "tool_calls": [
+                        {
+                            "id": c["id"],
+                            "type": "function",
+                            "function": {"name": c["name"], "arguments": c["arguments"]},
+                        }
+                        for c in calls.values()
+                    ],
+                }
+            )
+            for c in calls.values():
+                result = run_tool[c["name"]](**json.loads(c["arguments"]))
+                seen.append(f"{c['name']} -> {result}")
+                document = {"type": "document", "document": {"data": json.dumps({"weather": result})}}
+                messages.append({"role": "tool", "tool_call_id": c["id"], "content": [document]})
+
+    seen = battery.run(agent, providers=("cohere",))
+    assert battery.live_tools == tools.names() == ["get_weather"]
+    assert seen[0] == "get_weather -> Dry and 35C in Cairo"
+    assert seen[1] == ANSWER.replace("Dry and 35C in Cairo", json.dumps({"weather": "Dry and 35C in Cairo"}))
+    assert [(e.kind, e.name) for e in battery.steps] == [("llm", "cohere.v2.chat_stream")] * 2
+
+
+def test_gemini_async_chat_with_automatic_function_calling(battery: Any, tools: Any) -> None:
+    pytest.importorskip("google.genai")
+    from google import genai
+    from google.genai import types
+
+    get_weather = _get_weather(tools)
+
+    async def main() -> list[str]:
+        client = genai.Client(http_options={"base_url": battery.stub.gemini_base_url})
+        chat = client.aio.chats.create(
+            model="gemini-2.5-flash", config=types.GenerateContentConfig(tools=[get_weather])
+        )
+        response = await chat.send_message(QUESTION)
+        return [str(response.text), *(str(c.role) for c in chat.get_history())]
+
+    seen = battery.run(lambda: asyncio.run(main()), providers=("gemini",))
+    assert battery.live_tools == tools.names() == ["get_weather"]
+    assert seen[0] == ANSWER
+    assert seen[1:] == ["user", "model", "user", "model"]
+    assert [e.kind for e in battery.steps] == ["llm", "llm"]
+
+
+def test_bedrock_converse_stream_through_langchain_aws(
+    battery: Any, tools: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("langchain_aws")
+    pytest.importorskip("langchain.agents")
+    from langchain.agents import create_agent
+    from langchain_aws import ChatBedrockConverse
+    from langchain_core.tools import tool
+
+    for name, value in {"AWS_ACCESS_KEY_ID": "battery", "AWS_SECRET_ACCESS_KEY": "battery"}.items():
+        monkeypatch.setenv(name, value)
+    get_weather = tool(_get_weather(tools))
+
+    def agent() -> list[str]:
+        model = ChatBedrockConverse(
+            model="anthropic.claude-3-haiku-20240307-v1:0",
+            region_name="us-east-1",
+            endpoint_url=battery.stub.bedrock_endpoint_url,
+        )
+        graph = create_agent(model, tools=[get_weather])
+        tokens: list[str] = []
+        for chunk, _ in graph.stream({"messages": [{"role": "user", "content": QUESTION}]}, stream_mode="messages"):
+            if chunk.type == "AIMessageChunk":
+                tokens.append(chunk.text)
+        return tokens
+
+    tokens = battery.run(agent, providers=("bedrock",))
+    assert battery.live_tools == tools.names() == ["get_weather"]
+    assert "".join(tokens) == ANSWER
+    assert len([t for t in tokens if t]) > 3
+    assert [e.name for e in battery.steps] == ["bedrock.converse_stream"] * 2
