@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from ._surface import Provider, Surface
+from ._surface import Provider, Surface, parameter_attributes
 
 
 @dataclass(frozen=True)
@@ -118,11 +118,7 @@ class OpenAICompatibleProvider(Provider):
 
 def request_attributes(request: Mapping[str, Any]) -> dict[str, Any]:
     """GenAI request attributes of OpenAI-style chat/embeddings parameters."""
-    attrs: dict[str, Any] = {}
-    for key, attr in _REQUEST_SCALARS:
-        value = request.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            attrs[attr] = value
+    attrs = parameter_attributes(request, _REQUEST_SCALARS, stop="stop")
     for key in ("max_completion_tokens", "max_tokens", "max_output_tokens"):
         if isinstance(request.get(key), int):
             attrs["gen_ai.request.max_tokens"] = request[key]
@@ -130,11 +126,6 @@ def request_attributes(request: Mapping[str, Any]) -> dict[str, Any]:
     n = request.get("n")
     if isinstance(n, int) and n != 1:
         attrs["gen_ai.request.choice.count"] = n
-    stop = request.get("stop")
-    if isinstance(stop, str):
-        attrs["gen_ai.request.stop_sequences"] = [stop]
-    elif isinstance(stop, list) and all(isinstance(s, str) for s in stop):
-        attrs["gen_ai.request.stop_sequences"] = stop
     if request.get("stream") is True:
         attrs["gen_ai.request.stream"] = True
     fmt = request.get("encoding_format")

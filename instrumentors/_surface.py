@@ -361,6 +361,28 @@ def schema_of(cls: type) -> Any:
 _SERVERS: weakref.WeakKeyDictionary[Any, tuple[Any, dict[str, Any]]] = weakref.WeakKeyDictionary()
 
 
+def parameter_attributes(
+    params: Mapping[str, Any], table: Sequence[tuple[str, str]], *, stop: str | None = None
+) -> dict[str, Any]:
+    """GenAI request attributes of a provider's sampling parameters.
+
+    ``table`` maps parameter names to attribute names (numbers only, never booleans);
+    ``stop`` names the parameter that holds the stop sequences (one string or a list).
+    """
+    attrs: dict[str, Any] = {}
+    for key, attr in table:
+        value = params.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            attrs[attr] = value
+    if stop is not None:
+        sequences = params.get(stop)
+        if isinstance(sequences, str):
+            attrs["gen_ai.request.stop_sequences"] = [sequences]
+        elif isinstance(sequences, list) and all(isinstance(s, str) for s in sequences):
+            attrs["gen_ai.request.stop_sequences"] = sequences
+    return attrs
+
+
 def server_attributes(instance: Any) -> dict[str, Any]:
     """``server.address`` / ``server.port`` from the client's ``base_url`` (cached per client)."""
     client = getattr(instance, "_client", None)

@@ -57,6 +57,7 @@ from ._surface import (
     Surface,
     async_wrapper,
     intercepting,
+    parameter_attributes,
     sync_wrapper,
     warn_once,
 )
@@ -67,6 +68,15 @@ _PATH = "/v1/messages"
 
 #: Environment switch for ``opentelemetry-instrument`` users, who cannot pass ``sdk_spans``.
 SDK_SPANS_ENV = "REWIND_ANTHROPIC_SDK_SPANS"
+
+
+#: Sampling parameters and the GenAI request attributes they become.
+_SAMPLING = (
+    ("max_tokens", "gen_ai.request.max_tokens"),
+    ("temperature", "gen_ai.request.temperature"),
+    ("top_p", "gen_ai.request.top_p"),
+    ("top_k", "gen_ai.request.top_k"),
+)
 
 
 class AnthropicProvider(Provider):
@@ -130,19 +140,7 @@ class AnthropicProvider(Provider):
 
     # -- telemetry --------------------------------------------------------------------
     def request_attributes(self, surface: Surface, request: Mapping[str, Any]) -> dict[str, Any]:
-        attrs: dict[str, Any] = {}
-        for key, attr in (
-            ("max_tokens", "gen_ai.request.max_tokens"),
-            ("temperature", "gen_ai.request.temperature"),
-            ("top_p", "gen_ai.request.top_p"),
-            ("top_k", "gen_ai.request.top_k"),
-        ):
-            value = request.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                attrs[attr] = value
-        stop = request.get("stop_sequences")
-        if isinstance(stop, list) and all(isinstance(s, str) for s in stop):
-            attrs["gen_ai.request.stop_sequences"] = stop
+        attrs = parameter_attributes(request, _SAMPLING, stop="stop_sequences")
         if request.get("stream") is True:
             attrs["gen_ai.request.stream"] = True
         config = request.get("output_config")

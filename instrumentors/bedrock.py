@@ -35,7 +35,7 @@ from rewind.replayed_error import decode_error, replayed_class
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import Kit
 from ._streams import RecordEngine, ReplayEngine, stream_proxy
-from ._surface import Provider, Surface, _Invocation, sync_wrapper
+from ._surface import Provider, Surface, _Invocation, parameter_attributes, sync_wrapper
 
 SERVICE = "bedrock-runtime"
 
@@ -103,6 +103,14 @@ def _streaming_body(raw: bytes) -> Any:
 
 
 # --------------------------------------------------------------------------- the provider
+
+
+#: Sampling parameters and the GenAI request attributes they become.
+_SAMPLING = (
+    ("maxTokens", "gen_ai.request.max_tokens"),
+    ("temperature", "gen_ai.request.temperature"),
+    ("topP", "gen_ai.request.top_p"),
+)
 
 
 class _Events:
@@ -175,14 +183,7 @@ class BedrockProvider(Provider):
                 attrs["server.port"] = parts.port or (443 if parts.scheme == "https" else 80)
         config = request.get("inferenceConfig")
         if isinstance(config, Mapping):
-            for key, attr in (
-                ("maxTokens", "gen_ai.request.max_tokens"),
-                ("temperature", "gen_ai.request.temperature"),
-                ("topP", "gen_ai.request.top_p"),
-            ):
-                value = config.get(key)
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    attrs[attr] = value
+            attrs.update(parameter_attributes(config, _SAMPLING, stop="stopSequences"))
         if surface.chunk is not None:
             attrs["gen_ai.request.stream"] = True
         return (f"{surface.operation} {model}" if isinstance(model, str) else surface.operation), attrs

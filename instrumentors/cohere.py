@@ -46,13 +46,34 @@ from ._errors import error_record, revive_error
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import ASYNC_GENERATORS, GENERATORS, Kit
 from ._stainless import dump_model, keep_headers, resolve
-from ._surface import BindingFields, NativeProvider, Surface, async_wrapper, intercepting, sync_wrapper, warn_once
+from ._surface import (
+    BindingFields,
+    NativeProvider,
+    Surface,
+    async_wrapper,
+    intercepting,
+    parameter_attributes,
+    sync_wrapper,
+    warn_once,
+)
 
 _V2 = "cohere.v2.client"
 _RAW = "cohere.v2.raw_client"
 _TYPES = "cohere.types"
 #: Recorded call names of the wire paths a chat of a client built before patching sends.
 _CHAT_PATHS = {"v2/chat": "chat / chat_stream"}
+
+
+#: Sampling parameters and the GenAI request attributes they become.
+_SAMPLING = (
+    ("temperature", "gen_ai.request.temperature"),
+    ("p", "gen_ai.request.top_p"),
+    ("k", "gen_ai.request.top_k"),
+    ("max_tokens", "gen_ai.request.max_tokens"),
+    ("seed", "gen_ai.request.seed"),
+    ("presence_penalty", "gen_ai.request.presence_penalty"),
+    ("frequency_penalty", "gen_ai.request.frequency_penalty"),
+)
 
 
 class FernKit(Kit):
@@ -228,22 +249,7 @@ class CohereProvider(NativeProvider):
         return name, attrs
 
     def request_attributes(self, surface: Surface, request: Mapping[str, Any]) -> dict[str, Any]:
-        attrs: dict[str, Any] = {}
-        for key, attr in (
-            ("temperature", "gen_ai.request.temperature"),
-            ("p", "gen_ai.request.top_p"),
-            ("k", "gen_ai.request.top_k"),
-            ("max_tokens", "gen_ai.request.max_tokens"),
-            ("seed", "gen_ai.request.seed"),
-            ("presence_penalty", "gen_ai.request.presence_penalty"),
-            ("frequency_penalty", "gen_ai.request.frequency_penalty"),
-        ):
-            value = request.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                attrs[attr] = value
-        stop = request.get("stop_sequences")
-        if isinstance(stop, list) and all(isinstance(s, str) for s in stop):
-            attrs["gen_ai.request.stop_sequences"] = stop
+        attrs = parameter_attributes(request, _SAMPLING, stop="stop_sequences")
         if surface.method == "chat_stream":
             attrs["gen_ai.request.stream"] = True
         fmt = request.get("response_format")

@@ -37,13 +37,27 @@ from ._errors import error_record, revive_error
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import ASYNC_GENERATORS, GENERATORS, Kit
 from ._stainless import SECRET_HEADERS, keep_headers
-from ._surface import BindingFields, NativeProvider, Surface, schema_of
+from ._surface import BindingFields, NativeProvider, Surface, parameter_attributes, schema_of
 
 _MODELS = "google.genai.models"
 _RESPONSE = "google.genai.types:GenerateContentResponse"
 _EMBEDDING = "google.genai.types:EmbedContentResponse"
 #: Fields of a response object the SDK derives client-side: never recorded, recomputed on replay.
 _DERIVED = ("parsed",)
+
+
+#: Sampling parameters and the GenAI request attributes they become.
+_SAMPLING = (
+    ("temperature", "gen_ai.request.temperature"),
+    ("top_p", "gen_ai.request.top_p"),
+    ("top_k", "gen_ai.request.top_k"),
+    ("max_output_tokens", "gen_ai.request.max_tokens"),
+    ("seed", "gen_ai.request.seed"),
+    ("presence_penalty", "gen_ai.request.presence_penalty"),
+    ("frequency_penalty", "gen_ai.request.frequency_penalty"),
+    ("candidate_count", "gen_ai.request.choice.count"),
+    ("output_dimensionality", "gen_ai.embeddings.dimension.count"),
+)
 
 
 class GoogleKit(Kit):
@@ -148,23 +162,7 @@ class GeminiProvider(NativeProvider):
             attrs["gen_ai.request.stream"] = True
         if not isinstance(config, dict):
             return attrs
-        for key, attr in (
-            ("temperature", "gen_ai.request.temperature"),
-            ("top_p", "gen_ai.request.top_p"),
-            ("top_k", "gen_ai.request.top_k"),
-            ("max_output_tokens", "gen_ai.request.max_tokens"),
-            ("seed", "gen_ai.request.seed"),
-            ("presence_penalty", "gen_ai.request.presence_penalty"),
-            ("frequency_penalty", "gen_ai.request.frequency_penalty"),
-            ("candidate_count", "gen_ai.request.choice.count"),
-            ("output_dimensionality", "gen_ai.embeddings.dimension.count"),
-        ):
-            value = config.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                attrs[attr] = value
-        stop = config.get("stop_sequences")
-        if isinstance(stop, list) and all(isinstance(s, str) for s in stop):
-            attrs["gen_ai.request.stop_sequences"] = stop
+        attrs.update(parameter_attributes(config, _SAMPLING, stop="stop_sequences"))
         mime = config.get("response_mime_type")
         if isinstance(mime, str):
             attrs["gen_ai.output.type"] = "json" if mime == "application/json" else "text"

@@ -35,13 +35,24 @@ from ._errors import ReplayedHTTPResponse, error_record, revive_error
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import ASYNC_GENERATORS, GENERATORS, Kit, httpx_response
 from ._stainless import keep_headers
-from ._surface import BindingFields, NativeProvider, Surface, warn_once
+from ._surface import BindingFields, NativeProvider, Surface, parameter_attributes, warn_once
 
 #: Where each SDK layout keeps its generated core, newest first.
 ROOTS = ("mistralai.client", "mistralai.azure.client", "mistralai.gcp.client", "mistralai")
 
 #: Per-call options of the generated methods: transport, never the request.
 _TRANSPORT = frozenset({"retries", "server_url", "timeout_ms", "http_headers"})
+
+
+#: Sampling parameters and the GenAI request attributes they become.
+_SAMPLING = (
+    ("temperature", "gen_ai.request.temperature"),
+    ("top_p", "gen_ai.request.top_p"),
+    ("max_tokens", "gen_ai.request.max_tokens"),
+    ("random_seed", "gen_ai.request.seed"),
+    ("presence_penalty", "gen_ai.request.presence_penalty"),
+    ("frequency_penalty", "gen_ai.request.frequency_penalty"),
+)
 
 
 class SpeakeasyKit(Kit):
@@ -201,23 +212,7 @@ class MistralProvider(NativeProvider):
         return name, attrs
 
     def request_attributes(self, surface: Surface, request: Mapping[str, Any]) -> dict[str, Any]:
-        attrs: dict[str, Any] = {}
-        for key, attr in (
-            ("temperature", "gen_ai.request.temperature"),
-            ("top_p", "gen_ai.request.top_p"),
-            ("max_tokens", "gen_ai.request.max_tokens"),
-            ("random_seed", "gen_ai.request.seed"),
-            ("presence_penalty", "gen_ai.request.presence_penalty"),
-            ("frequency_penalty", "gen_ai.request.frequency_penalty"),
-        ):
-            value = request.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                attrs[attr] = value
-        stop = request.get("stop")
-        if isinstance(stop, str):
-            attrs["gen_ai.request.stop_sequences"] = [stop]
-        elif isinstance(stop, list) and all(isinstance(s, str) for s in stop):
-            attrs["gen_ai.request.stop_sequences"] = stop
+        attrs = parameter_attributes(request, _SAMPLING, stop="stop")
         n = request.get("n")
         if isinstance(n, int) and n != 1:
             attrs["gen_ai.request.choice.count"] = n

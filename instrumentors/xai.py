@@ -41,7 +41,7 @@ from rewind.session import current_session
 
 from ._kit import empty_async_generator, empty_generator
 from ._streams import RecordEngine, ReplayEngine, stream_proxy
-from ._surface import _NESTED, Provider, Surface, warn_once
+from ._surface import _NESTED, Provider, Surface, parameter_attributes, warn_once
 
 _RESPONSE = "xai_sdk.proto:chat_pb2.GetChatCompletionResponse"
 _CHUNK = "xai_sdk.proto:chat_pb2.GetChatCompletionChunk"
@@ -62,6 +62,15 @@ def _to_dict(message: Any) -> Any:
     return MessageToDict(message, preserving_proto_field_name=True)
 
 
+#: Sampling parameters and the GenAI request attributes they become.
+_SAMPLING = (
+    ("temperature", "gen_ai.request.temperature"),
+    ("top_p", "gen_ai.request.top_p"),
+    ("max_tokens", "gen_ai.request.max_tokens"),
+    ("seed", "gen_ai.request.seed"),
+)
+
+
 class XAIProvider(Provider):
     """What is xAI-specific: protobuf payloads, chunk accumulation, gRPC errors."""
 
@@ -80,15 +89,7 @@ class XAIProvider(Provider):
         model = request.get("model")
         if isinstance(model, str) and model:
             attrs["gen_ai.request.model"] = model
-        for key, attr in (
-            ("temperature", "gen_ai.request.temperature"),
-            ("top_p", "gen_ai.request.top_p"),
-            ("max_tokens", "gen_ai.request.max_tokens"),
-            ("seed", "gen_ai.request.seed"),
-        ):
-            value = request.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                attrs[attr] = value
+        attrs.update(parameter_attributes(request, _SAMPLING))
         n = request.get("n")
         if isinstance(n, int) and n > 1:
             attrs["gen_ai.request.choice.count"] = n
