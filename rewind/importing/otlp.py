@@ -88,13 +88,15 @@ def read_json(data: bytes, path: str) -> Collected:
     documents: list[tuple[int, Any]] = []
     try:
         documents = [(0, json.loads(data))]
+    except RecursionError:
+        raise TelemetryError(f"{path}: JSON nested too deeply to be OTLP") from None
     except ValueError:
         for number, line in enumerate(data.splitlines(), 1):
             if not line.strip():
                 continue
             try:
                 documents.append((number, json.loads(line)))
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 collected.skipped.append(f"{path}:{number}: not JSON ({exc}); line skipped")
     for number, document in documents:
         for item in document if isinstance(document, list) else [document]:
