@@ -78,3 +78,34 @@ def test_tool_calling_agent_on_openai_server_model(battery: Any, tools: Any) -> 
     assert answer == "Bergen is foggy, 12C."
     assert any("Foggy and 12C in Bergen" in o for o in observations)
     assert [(e.kind, e.name) for e in battery.steps] == [("llm", "openai.chat.completions.create")] * 2
+
+
+@pytest.mark.parametrize("model_class", ["LiteLLMModel", "OpenAIServerModel"])
+def test_tool_calling_agent_streams_outputs(battery: Any, tools: Any, model_class: str) -> None:
+    import smolagents
+    from smolagents import ToolCallingAgent
+
+    get_weather = _weather_tool(tools)
+    battery.stub.add_script(*SCRIPT)
+
+    def agent() -> tuple[str, list[str]]:
+        if model_class == "LiteLLMModel":
+            model = smolagents.LiteLLMModel(
+                model_id="openai/gpt-4o-mini", api_base=battery.stub.openai_base_url, api_key="sk-battery"
+            )
+        else:
+            model = smolagents.OpenAIServerModel(
+                model_id="gpt-4o-mini", api_base=battery.stub.openai_base_url, api_key="sk-battery"
+            )
+        runner = ToolCallingAgent(tools=[get_weather], model=model, max_steps=4, verbosity_level=0, stream_outputs=True)
+        events = list(runner.run("What is the weather in Bergen?", stream=True))
+        return str(events[-1].output), [type(event).__name__ for event in events]
+
+    answer, kinds = battery.run(
+        agent, providers=("litellm", "openai") if model_class == "LiteLLMModel" else ("openai",)
+    )
+    assert battery.live_tools == tools.names() == ["get_weather"]
+    assert answer == "Bergen is foggy, 12C."
+    assert "ChatMessageStreamDelta" in kinds and kinds[-1] == "FinalAnswerStep"
+    steps = battery.steps
+    assert len(steps) == 2 and all(e.request.get("stream") for e in steps)
