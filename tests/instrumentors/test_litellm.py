@@ -204,3 +204,15 @@ def test_router_calls_are_recorded_and_replayed(stub: StubServer, trace_path: Pa
     with rewind.replay(trace_path):
         replayed = router().completion(model="fast", messages=ask("routed"))
     assert replayed.choices[0].message.content == live.choices[0].message.content == "Echo: routed"
+
+
+def test_redact_reaches_the_private_state_and_the_stream(stub: StubServer, trace_path: Path) -> None:
+    def redact(data: object) -> object:
+        return json.loads(json.dumps(data).replace("req_stub", "req_HIDDEN").replace("Echo", "Ec*o"))
+
+    with rewind.record(trace_path, redact=redact):
+        litellm.completion(model=MODEL, messages=ask("plain"), **openai_route(stub))
+        list(litellm.completion(model=MODEL, messages=ask("streamed"), stream=True, **openai_route(stub)))
+    text = trace_path.read_text()
+    assert "req_stub" not in text and "Echo" not in text
+    assert "req_HIDDEN" in text and "Ec*o" in text
