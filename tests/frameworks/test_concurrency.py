@@ -18,7 +18,7 @@ from rewind.integrations import patched
 CITIES = ("Lisbon", "Kyoto", "Quito")
 
 
-def _agent_graph(tools: Any) -> Any:
+def _agent_graph(tools: Any, base_url: str) -> Any:
     from langchain.agents import create_agent
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
@@ -29,7 +29,9 @@ def _agent_graph(tools: Any) -> Any:
         tools("get_weather", city)
         return f"clear skies in {city}"
 
-    return create_agent(ChatOpenAI(model="gpt-4o-mini", max_retries=0), tools=[get_weather])
+    # base_url= given: without it, ChatOpenAI shares one cached async HTTP client per process,
+    # whose pooled connections die with the event loop of an earlier asyncio.run().
+    return create_agent(ChatOpenAI(model="gpt-4o-mini", base_url=base_url, max_retries=0), tools=[get_weather])
 
 
 def test_three_agents_under_asyncio_gather(battery: Any, tools: Any) -> None:
@@ -44,7 +46,7 @@ def test_three_agents_under_asyncio_gather(battery: Any, tools: Any) -> None:
     battery.stub.add_script({"delay": 0.6}, {"delay": 0.3}, {"delay": 0.0})
 
     async def main() -> list[str]:
-        graph = _agent_graph(tools)
+        graph = _agent_graph(tools, battery.stub.openai_base_url)
         states = await asyncio.gather(
             *(
                 graph.ainvoke({"messages": [{"role": "user", "content": f"What is the weather in city={city} now?"}]})

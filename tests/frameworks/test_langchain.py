@@ -72,7 +72,9 @@ def test_astream_a_chat_model_with_usage(battery: Any) -> None:
     from langchain_openai import ChatOpenAI
 
     async def main() -> tuple[str, Any]:
-        model = ChatOpenAI(model="gpt-4o-mini", max_retries=0, stream_usage=True)
+        # base_url= given: without it, ChatOpenAI shares one cached async HTTP client per process,
+        # whose pooled connections die with the event loop of an earlier asyncio.run().
+        model = ChatOpenAI(model="gpt-4o-mini", base_url=battery.stub.openai_base_url, max_retries=0, stream_usage=True)
         full = None
         async for chunk in model.astream("count the words in this sentence"):
             full = chunk if full is None else full + chunk

@@ -94,7 +94,8 @@ def test_astream_events_of_a_chain(battery: Any) -> None:
     from langchain_core.output_parsers import StrOutputParser
 
     async def main() -> list[str]:
-        chain = ChatAnthropic(model="claude-sonnet-4-6", max_retries=0) | StrOutputParser()
+        model = ChatAnthropic(model="claude-sonnet-4-6", base_url=battery.stub.anthropic_base_url, max_retries=0)
+        chain = model | StrOutputParser()
         return [
             event["data"]["chunk"]
             async for event in chain.astream_events("stream these words please", version="v2")
