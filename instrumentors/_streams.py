@@ -60,6 +60,10 @@ class RecordEngine:
     def feed(self, data: bytes | str) -> None:
         self.raw += data.encode("utf-8") if isinstance(data, str) else data
 
+    def error_record(self, exc: Exception) -> dict[str, Any]:
+        """The mid-stream error as trace data (an engine may scrub what its call was given)."""
+        return self.surface.provider.error_record(exc)
+
     def finish(self, *, complete: bool, exc: BaseException | None = None) -> None:
         if self.finished:
             return
@@ -73,7 +77,7 @@ class RecordEngine:
         try:
             if isinstance(exc, Exception):
                 extra = _redacted(call, {"stream": record, **self.extra})
-                call.fail(exc, error=provider.error_record(exc), extra=extra)
+                call.fail(exc, error=self.error_record(exc), extra=extra)
                 return
             # A cancelled task or a closed generator aborted the read: the agent saw these chunks.
             record["truncated"] = record["truncated"] or exc is not None

@@ -564,6 +564,10 @@ class _StreamRecorder(RecordEngine):
             self.extra["litellm"] = scrub(self._state, self._secrets)
         super().finish(complete=complete, exc=exc)
 
+    def error_record(self, exc: Exception) -> dict[str, Any]:
+        record = super().error_record(exc)
+        return scrub(record, self._secrets) if self._secrets else record
+
     def _keep_state(self, item: Any, index: int) -> None:
         hidden = getattr(item, "_hidden_params", None)
         if index == 0:
