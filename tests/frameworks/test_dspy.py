@@ -53,3 +53,52 @@ def test_react_calls_a_tool_and_answers(battery: Any, tools: Any) -> None:
     assert observations[0] == "Rainy and 9C in Oslo"
     assert [(e.kind, e.name) for e in battery.steps] == [("llm", "litellm.completion")] * 3
     assert battery.stub.request_count == 3
+
+
+def test_streamify_streams_the_answer_of_an_async_program(battery: Any, tools: Any) -> None:
+    """``dspy.streamify`` with a StreamListener: async litellm streams, the answer field token by token.
+
+    streamify runs the (sync) ReAct program on a worker thread and its LM calls as async
+    litellm streams, so the tool is a plain function (an async tool would need acall).
+    """
+    import asyncio
+
+    import dspy
+    from dspy.streaming import StreamListener, StreamResponse
+
+    def get_weather(city: str) -> str:
+        """The current weather in a city."""
+        tools("get_weather", city)
+        return f"Rainy and 9C in {city}"
+
+    battery.stub.add_script(
+        _turn(next_thought="Look it up.", next_tool_name="get_weather", next_tool_args='{"city": "Oslo"}'),
+        _turn(next_thought="Done.", next_tool_name="finish", next_tool_args="{}"),
+        _turn(reasoning="The tool said it is rainy.", answer="Oslo is rainy and cold today."),
+    )
+
+    async def main() -> tuple[str, list[str]]:
+        dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
+        lm = dspy.LM("openai/gpt-4o-mini", api_base=battery.stub.openai_base_url, cache=False, num_retries=0)
+        react = dspy.ReAct("question -> answer", tools=[get_weather])
+        program = dspy.streamify(react, stream_listeners=[StreamListener(signature_field_name="answer")])
+        chunks: list[str] = []
+        final = None
+        with dspy.context(lm=lm):
+            async for item in program(question="What is the weather in Oslo?"):
+                if isinstance(item, StreamResponse):
+                    chunks.append(item.chunk)
+                elif isinstance(item, dspy.Prediction):
+                    final = item
+        assert final is not None
+        return str(final.answer), [str(final.trajectory["observation_0"]), *chunks]
+
+    answer, (observation, *chunks) = battery.run(lambda: asyncio.run(main()), providers=("litellm", "openai"))
+    assert battery.live_tools == tools.names() == ["get_weather"]
+    assert observation == "Rainy and 9C in Oslo"
+    assert answer == "Oslo is rainy and cold today."
+    assert len(chunks) > 1 and "".join(chunks).strip() == answer
+    steps = battery.steps
+    assert [(e.kind, e.name) for e in steps] == [("llm", "litellm.completion")] * 3
+    # Only the predictor a listener watches (ReAct's final extract step) is streamed.
+    assert [bool(e.request.get("stream")) for e in steps] == [False, False, True]
