@@ -24,6 +24,8 @@ def _value(value: Any) -> dict[str, Any]:
         return {"intValue": str(value)}
     if isinstance(value, float):
         return {"doubleValue": value}
+    if isinstance(value, list) and all(isinstance(v, (int, float)) for v in value):
+        return {"arrayValue": {"values": [_value(v) for v in value]}}
     return {"stringValue": value if isinstance(value, str) else json.dumps(value)}
 
 
@@ -220,3 +222,31 @@ def test_a_deeply_nested_file_is_a_one_line_error(tmp_path: Path) -> None:
     source.write_text("[" * 100_000 + "]" * 100_000)
     out = CliRunner().invoke(cli, ["import", str(source), "-o", str(tmp_path / "x.rewind")])
     assert out.exit_code == 2 and "Traceback" not in out.output
+
+
+def test_openinference_embeddings_replay_as_the_sdk_type(tmp_path: Path) -> None:
+    embedding = span(
+        "00000000000000d1",
+        "CreateEmbeddingResponse",
+        0,
+        {
+            "openinference.span.kind": "EMBEDDING",
+            "embedding.model_name": "text-embedding-3-small",
+            "llm.system": "openai",
+            "embedding.embeddings.0.embedding.text": "hello",
+            "embedding.embeddings.0.embedding.vector": [0.25, -0.5],
+        },
+    )
+    report = rewind.import_telemetry(write(tmp_path / "e.json", [embedding]), tmp_path / "run.rewind")
+    assert [(s.name, s.replayable) for s in report.steps] == [("openai.embeddings.create", True)]
+
+    import openai
+
+    unpatch = rewind.patch_openai()
+    try:
+        client = openai.OpenAI(base_url="http://127.0.0.1:9/v1", api_key="unused", max_retries=0)
+        with rewind.replay(tmp_path / "run.rewind", require_full_consumption=True):
+            result = client.embeddings.create(model="text-embedding-3-small", input=["hello"])
+    finally:
+        unpatch()
+    assert type(result).__name__ == "CreateEmbeddingResponse" and result.data[0].embedding == [0.25, -0.5]

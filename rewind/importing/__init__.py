@@ -17,7 +17,6 @@ step, whether a trace can be replayed and why not.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from .build import ImportReport, StepReport, build, choose_trace
 from .check import CheckReport, StepCheck, check_trace
@@ -87,7 +86,3 @@ __all__ = [
     "import_telemetry",
     "read_spans",
 ]
-
-
-def __dir__() -> list[Any]:
-    return list(__all__)

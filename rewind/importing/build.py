@@ -229,9 +229,10 @@ def _event(draft: Draft, seq: int) -> Event:
             "count limit, OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT, default 128): messages may be missing",
         )
     request = draft.request if draft.request is not None else {}
-    fingerprint = draft.extra.pop("fingerprint", None)
-    if not isinstance(fingerprint, str) or fingerprint != text_fingerprint(canonical_json(request)):
-        fingerprint = text_fingerprint(canonical_json(request))
+    # Taken over the rebuilt request like any recorded step's; equal to the recorder's own
+    # fingerprint exactly when the request came through whole (rewind tool steps, input.value).
+    draft.extra.pop("fingerprint", None)
+    fingerprint = text_fingerprint(canonical_json(request))
     extra: dict[str, Any] = {
         IMPORTED: {
             "layout": draft.layout,

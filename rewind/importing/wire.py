@@ -41,6 +41,8 @@ def step_name(chat: Chat) -> str:
 def build_request(chat: Chat) -> dict[str, Any]:
     if chat.raw_request is not None:
         return dict(chat.raw_request)
+    if chat.operation == "embeddings":
+        return {"model": chat.model, **chat.params}  # the input texts: only a raw request has them
     if chat.provider == "anthropic":
         return _anthropic_request(chat)
     return _openai_request(chat)
@@ -85,7 +87,7 @@ def _openai_messages(message: dict[str, Any]) -> list[dict[str, Any]]:
             for p in parts
             if p.get("type") == "tool_call_response"
         ]
-    texts = [p for p in parts if p.get("type") in ("text", "reasoning") and p.get("type") == "text"]
+    texts = [p for p in parts if p.get("type") == "text"]
     calls = [p for p in parts if p.get("type") == "tool_call"]
     images = [p for p in parts if p.get("type") == "uri"]
     out: dict[str, Any] = {"role": role}
@@ -153,10 +155,11 @@ def _anthropic_request(chat: Chat) -> dict[str, Any]:
     if chat.model is not None:
         request["model"] = chat.model
     messages: list[dict[str, Any]] = []
+    system = list(chat.system or [])
     for message in chat.input or []:
         role = message.get("role")
         if role == "system":
-            chat.system = (chat.system or []) + list(message.get("parts") or [])
+            system += list(message.get("parts") or [])
             continue
         wire = {"role": "user" if role in ("user", "tool") else "assistant", "content": _anthropic_blocks(message)}
         if messages and messages[-1]["role"] == wire["role"] == "user" and role == "tool":
@@ -164,8 +167,8 @@ def _anthropic_request(chat: Chat) -> dict[str, Any]:
         else:
             messages.append(wire)
     request["messages"] = messages
-    if chat.system:
-        request["system"] = _joined_text(chat.system)
+    if system:
+        request["system"] = _joined_text(system)
     if chat.tools:
         request["tools"] = [
             {

@@ -80,6 +80,9 @@ def _chat(span: SpanRecord, draft: Draft, kind: str) -> Chat:
             response.get("object") == "chat.completion" or response.get("type") == "message"
         ):
             chat.raw_response = response
+    if kind == "EMBEDDING":
+        _embeddings(attrs, chat)
+        return chat
     inputs = indexed(attrs, "llm.input_messages.")
     outputs = indexed(attrs, "llm.output_messages.")
     if inputs:
@@ -100,6 +103,23 @@ def _chat(span: SpanRecord, draft: Draft, kind: str) -> Chat:
         chat.response_id = chat.raw_response.get("id")
         chat.response_model = chat.raw_response.get("model")
     return chat
+
+
+def _embeddings(attrs: dict[str, Any], chat: Chat) -> None:
+    """``embedding.embeddings.N.embedding.{text,vector}`` as an embeddings request and response."""
+    rows = indexed(attrs, "embedding.embeddings.")
+    texts = [row.get("embedding.text") for row in rows]
+    vectors = [parse_arguments(row.get("embedding.vector")) for row in rows]
+    if chat.raw_request is None and rows and all(isinstance(t, str) for t in texts):
+        chat.raw_request = {"model": chat.model, "input": texts}
+    if rows and all(isinstance(v, list) for v in vectors):
+        chat.raw_response = {
+            "object": "list",
+            "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)],
+            "model": chat.model,
+            "usage": {"prompt_tokens": chat.input_tokens or 0, "total_tokens": chat.input_tokens or 0},
+        }
+    chat.input = chat.input or ([] if chat.raw_request is not None else None)
 
 
 def _accumulated(chunk: dict[str, Any]) -> dict[str, Any] | None:
