@@ -46,7 +46,7 @@ $(PHOENIX_STAMP):
 phoenix: $(PHOENIX_STAMP)
 
 test-phoenix: $(STAMP) $(PHOENIX_STAMP)
-	REWIND_PHOENIX_PYTHON=$(PHOENIX_VENV)/bin/python $(PY) -m pytest -q -m phoenix tests/test_phoenix.py
+	REWIND_PHOENIX_PYTHON=$(PHOENIX_VENV)/bin/python $(PY) -m pytest -q -m phoenix tests/test_phoenix.py tests/test_import_phoenix.py
 
 # The oldest SDK release of each provider, each in a venv of its own: compat/<name>.txt
 # pins it and names its tests. ONLY=name runs one provider.
