@@ -100,3 +100,19 @@ def test_litellms_own_retries_are_inside_the_one_step(stub: StubServer, trace_pa
     stub.stop()
     with rewind.replay(trace_path):
         assert same(litellm.completion(model=MODEL, messages=ask("retry"), **route), live)
+
+
+def test_an_error_quoting_the_key_never_writes_it(stub: StubServer, trace_path: Path) -> None:
+    # Some providers echo the key they rejected; litellm puts their message in its own.
+    stub.fail_next(401, body={"error": {"message": f"Incorrect API key provided: {API_KEY}", "type": "auth"}})
+    stub.add_script({"text": "one two three", "stream_error_after": 1, "error": {"status": 500, "message": API_KEY}})
+    with rewind.record(trace_path):
+        with pytest.raises(litellm.exceptions.AuthenticationError) as live:
+            litellm.completion(model=MODEL, messages=ask("who am i"), **openai_route(stub))
+        assert API_KEY in str(live.value)  # the agent sees what litellm raised, unchanged
+        with pytest.raises(openai.OpenAIError) as mid_stream:
+            for _ in litellm.completion(model=MODEL, messages=ask("stream"), stream=True, **openai_route(stub)):
+                pass
+        assert API_KEY in str(mid_stream.value)
+    assert [e.ok for e in events(trace_path)] == [False, False]
+    assert API_KEY not in trace_path.read_text()
