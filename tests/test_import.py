@@ -320,7 +320,8 @@ def test_several_runs_need_a_trace_id(tmp_path: Path, spans: InMemorySpanExporte
     record_run(tmp_path, spans, openai_client)
     first = list(spans.get_finished_spans())
     spans.clear()
-    record_run(tmp_path / "b", spans, openai_client) if (tmp_path / "b").mkdir() is None else None
+    (tmp_path / "b").mkdir()
+    record_run(tmp_path / "b", spans, openai_client)
     second = list(spans.get_finished_spans())
     source = write_json(tmp_path / "two.jsonl", first + second)
     with pytest.raises(rewind.TelemetryError, match="holds 2 traces with GenAI spans; pass --trace-id"):
