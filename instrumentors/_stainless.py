@@ -16,21 +16,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ._kit import Kit
+from rewind._http_error import SECRET_HEADERS as SECRET_HEADERS  # litellm reads it from here
+from rewind._http_error import keep_headers as keep_headers  # one credential policy for every header kept
 
-#: Response headers never written to a trace (credentials and cookies).
-SECRET_HEADERS = frozenset(
-    {
-        "set-cookie",
-        "cookie",
-        "authorization",
-        "proxy-authorization",
-        "x-api-key",
-        "api-key",
-        "openai-api-key",
-        "x-goog-api-key",
-    }
-)
+from ._kit import Kit
 
 
 def _optional(module: str, attr: str) -> Any:
@@ -185,23 +174,6 @@ def dump_model(obj: Any) -> Any:
     from rewind.canonical import to_jsonable
 
     return to_jsonable(obj)
-
-
-def keep_headers(headers: Any) -> dict[str, str]:
-    """Response headers worth replaying (``retry-after``, request ids …), secrets dropped."""
-    out: dict[str, str] = {}
-    if headers is None:
-        return out
-    try:
-        items = headers.multi_items() if hasattr(headers, "multi_items") else headers.items()
-    except Exception:  # an odd headers object only costs us the headers
-        return out
-    for key, value in items:
-        name = str(key).lower()
-        if name in SECRET_HEADERS:
-            continue
-        out[name] = f"{out[name]}, {value}" if name in out else str(value)
-    return out
 
 
 def sse_bytes(chunks: list[Any], *, named: bool, done: bool) -> bytes:

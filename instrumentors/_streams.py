@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import wrapt
 
+from rewind._http_error import keep_headers
 from rewind.errors import RedactionError, TraceWriteError
 
 from ._stainless import sse_chunks
@@ -342,8 +343,6 @@ class _RawBase(wrapt.ObjectProxy):
             data = http.json()
         except Exception:  # not JSON: keep the text
             data = http.text
-        from ._stainless import keep_headers
-
         engine.finish_body(data, keep_headers(http.headers), int(http.status_code))
 
     def _body_read(self, data: Any) -> Any:

@@ -31,12 +31,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+from rewind._http_error import is_secret_header
 from rewind.canonical import to_jsonable
 
-from ._errors import error_record, revive_error
+from ._errors import error_record, keep_headers, revive_error
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import ASYNC_GENERATORS, GENERATORS, Kit
-from ._stainless import SECRET_HEADERS, keep_headers
 from ._surface import BindingFields, NativeProvider, Surface, parameter_attributes, schema_of
 
 _MODELS = "google.genai.models"
@@ -298,7 +298,7 @@ def dump_response(result: Any) -> Any:
     http = data.get("sdkHttpResponse")
     if isinstance(http, dict) and isinstance(http.get("headers"), dict):
         # Names keep their case (aiohttp clients report them as sent): the revived object is equal.
-        http["headers"] = {k: v for k, v in http["headers"].items() if str(k).lower() not in SECRET_HEADERS}
+        http["headers"] = {k: v for k, v in http["headers"].items() if not is_secret_header(str(k))}
     return data
 
 
