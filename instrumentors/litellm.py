@@ -86,6 +86,13 @@ _NOT_THE_REQUEST = frozenset(
         "litellm_session_id",
         "litellm_params",
         "logger_fn",
+        "callbacks",  # CrewAI hands its token counter here: objects, not the request
+        "success_callback",
+        "failure_callback",
+        "cache",  # DSPy's {"no-cache": …}: litellm's caching, not the model's input
+        "caching",
+        "retry_strategy",
+        "no-log",
         "client",
         "proxy_server_request",
         "model_info",

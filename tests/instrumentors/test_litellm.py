@@ -125,10 +125,15 @@ def test_credentials_and_transport_are_neither_identity_nor_written(stub: StubSe
     for secret in (API_KEY, secret_header, "t-SECRET", "ad-SECRET", f"127.0.0.1:{stub.port}"):
         assert secret not in text, text[max(0, text.find(secret) - 200) :]
     stub.stop()
-    # Another key, endpoint and timeout: the same request.
+    # Another key, endpoint, timeout and callback objects (CrewAI passes some): the same request.
     with rewind.replay(trace_path):
         reply = litellm.completion(
-            model=MODEL, messages=ask("keys"), api_key="sk-other", api_base="http://127.0.0.1:9/v1", timeout=1
+            model=MODEL,
+            messages=ask("keys"),
+            api_key="sk-other",
+            api_base="http://127.0.0.1:9/v1",
+            timeout=1,
+            callbacks=[object()],
         )
     assert reply.choices[0].message.content == "Echo: keys"
 
