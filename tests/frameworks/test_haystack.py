@@ -83,3 +83,24 @@ def test_agent_streams_through_a_pipeline(battery: Any, tools: Any) -> None:
     steps = battery.steps
     assert [e.kind for e in steps] == ["llm", "llm"]
     assert all(e.request["stream"] for e in steps)
+
+
+def test_agent_run_async(battery: Any, tools: Any) -> None:
+    """``Agent.run_async``: the generator's async client, the tool in the agent's own loop."""
+    import asyncio
+
+    from haystack.components.agents import Agent
+    from haystack.components.generators.chat import OpenAIChatGenerator
+    from haystack.dataclasses import ChatMessage
+
+    get_weather = _weather_tool(tools)
+
+    async def main() -> str:
+        assistant = Agent(chat_generator=OpenAIChatGenerator(model="gpt-4o-mini", max_retries=0), tools=[get_weather])
+        result = await assistant.run_async(messages=[ChatMessage.from_user("What is the weather in city=Accra today?")])
+        return str(result["last_message"].text)
+
+    answer = battery.run(lambda: asyncio.run(main()))
+    assert battery.live_tools == tools.names() == ["get_weather"]
+    assert answer == "Based on the tool result: Humid and 30C in Accra"
+    assert [(e.kind, e.name) for e in battery.steps] == [("llm", "openai.chat.completions.create")] * 2
