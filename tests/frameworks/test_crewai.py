@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("crewai")
 
 
-def _crew(llm: Any, tools: Any) -> Any:
+def _crew(llm: Any, tools: Any, **options: Any) -> Any:
     from crewai import Agent, Crew, Task
     from crewai.tools import tool
 
@@ -37,7 +37,7 @@ def _crew(llm: Any, tools: Any) -> Any:
         expected_output="One sentence about the weather.",
         agent=forecaster,
     )
-    return Crew(agents=[forecaster], tasks=[task], verbose=False)
+    return Crew(agents=[forecaster], tasks=[task], verbose=False, **options)
 
 
 def test_crew_kickoff_on_the_native_openai_llm(battery: Any, tools: Any) -> None:
@@ -66,3 +66,22 @@ def test_crew_kickoff_on_litellm(battery: Any, tools: Any) -> None:
     assert answer == "Based on the tool result: Cloudy and 18C in Zurich"
     # litellm reaches the stub through the openai SDK: one step per model call, never two.
     assert [(e.kind, e.name) for e in battery.steps] == [("llm", "litellm.completion")] * 2
+
+
+def test_crew_kickoff_streams(battery: Any, tools: Any) -> None:
+    """``Crew(stream=True)``: the chunks as they come, then the final output."""
+    from crewai import LLM
+
+    def agent() -> tuple[str, list[str]]:
+        llm = LLM(model="gpt-4o-mini", base_url=battery.stub.openai_base_url, max_retries=0)
+        streaming = _crew(llm, tools, stream=True).kickoff()
+        chunks = [chunk.content for chunk in streaming if chunk.chunk_type.value == "text"]
+        return str(streaming.result.raw), chunks
+
+    answer, chunks = battery.run(agent)
+    assert battery.live_tools == tools.names() == ["get_weather"]
+    assert answer == "Based on the tool result: Cloudy and 18C in Zurich"
+    assert len(chunks) > 3 and "".join(chunks).endswith(answer)
+    steps = battery.steps
+    assert [e.name for e in steps] == ["openai.chat.completions.create"] * 2
+    assert all(e.request.get("stream") for e in steps)
