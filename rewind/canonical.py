@@ -80,6 +80,101 @@ def canonical_text(value: Any) -> str | None:
         return None
 
 
+def request_text(value: Any) -> str | None:
+    """``canonical_text(value)``, faster: orjson's spelling where it is provably the
+    standard library's, the standard library's everywhere else.
+
+    Where ``canonical_text`` gives text, this gives the same text. Where it gives
+    ``None`` only because of an ``enum.Enum`` or a ``uuid.UUID`` (which orjson encodes
+    natively), this may give ``canonical_json(to_jsonable(value))``, the text the
+    caller would build from ``None`` anyway: marker-shaped dicts and deep nesting,
+    the two places those spellings part, are left to the standard library.
+    """
+    fast = fast_dumps(value, sort_keys=True)
+    if fast is not None:
+        return fast.decode("utf-8")
+    return canonical_text(value)
+
+
+_orjson: Any
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is a dependency; the stdlib spells everything alike
+    _orjson = None
+
+# Anything orjson would encode where the standard library would not (dataclasses,
+# datetimes, subclasses of str/int/dict/list) goes to ``default``, which refuses it.
+_PASSTHROUGH = _SORTED = 0
+if _orjson is not None:
+    _PASSTHROUGH = (
+        _orjson.OPT_PASSTHROUGH_SUBCLASS | _orjson.OPT_PASSTHROUGH_DATACLASS | _orjson.OPT_PASSTHROUGH_DATETIME
+    )
+    _SORTED = _PASSTHROUGH | _orjson.OPT_SORT_KEYS
+# Where orjson's bytes may differ from the standard library's: a float below 1e-4
+# (repr writes 1e-05, orjson 0.00001 or 1e-8), a null (orjson writes NaN and the
+# infinities as null, the standard library as NaN/Infinity) and a marker-shaped key
+# (see ``request_text``). A hit inside a string only costs the fast path.
+_SMALL_EXPONENT = re.compile(rb"[0-9]e-")
+# Innermost brackets, peeled one level per pass to bound the nesting of encoded JSON.
+_INNERMOST = re.compile(rb"[\[{][^\[\]{}]*[\]}]")
+
+
+def fast_dumps(value: Any, *, sort_keys: bool = False) -> bytes | None:
+    """The standard library's compact JSON of ``value`` (``ensure_ascii=False``, UTF-8),
+    encoded by orjson, or ``None`` when orjson is missing, refuses ``value`` (integers
+    beyond 64 bits, lone surrogates, non-string keys, non-JSON types) or might spell it
+    differently. Callers fall back to the standard library on ``None``."""
+    if _orjson is None:
+        return None
+    try:
+        out: bytes = _orjson.dumps(value, option=_SORTED if sort_keys else _PASSTHROUGH)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return None
+    # Probes that can only miss where the spelling is the same. Single bytes first:
+    # memchr finds (or rules out) one far faster than a multi-byte search.
+    if b"-" in out and b"e-" in out and _SMALL_EXPONENT.search(out):
+        return None
+    if b"0.0000" in out or b"null" in out or (b"_" in out and b'"__' in out):
+        return None
+    if out.count(b"{") + out.count(b"[") > MAX_DEPTH and _nests_deeper(out, MAX_DEPTH):
+        return None
+    return out
+
+
+def exact_loads(raw: bytes) -> dict[str, Any] | None:
+    """The JSON object ``raw`` holds, parsed by orjson, when ``raw`` is exactly how
+    ``fast_dumps`` writes it back; else ``None`` (the caller parses it with its own
+    strict reader).
+
+    Writing the object back and comparing is what makes this safe for untrusted bytes:
+    a key given twice (orjson keeps the last), whitespace, an integer orjson reads as
+    a float, an escape it would spell differently or a float not in its shortest form
+    all make the bytes differ. Nesting depth is the caller's to bound."""
+    if _orjson is None:
+        return None
+    try:
+        data = _orjson.loads(raw)
+        if type(data) is not dict or _orjson.dumps(data) != raw:
+            return None
+    except (ValueError, TypeError):  # orjson's decode and encode errors
+        return None
+    return data
+
+
+def _nests_deeper(text: bytes, budget: int) -> bool:
+    """Whether JSON ``text`` may nest more than ``budget`` levels (brackets inside strings
+    count too, so this errs towards yes)."""
+    text = text.translate(None, _NOT_BRACKETS)
+    for _ in range(budget):
+        text, peeled = _INNERMOST.subn(b"", text)
+        if not peeled or not text:
+            return False
+    return bool(text)
+
+
+_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
+
+
 def text_fingerprint(text: str) -> str:
     """sha256 of canonical JSON text (``fingerprint`` for text already encoded)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

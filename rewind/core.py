@@ -35,7 +35,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from . import content_capture
 from ._channel import PARCELS, Parcel
-from .canonical import canonical_json, canonical_text, ensure_jsonable, text_fingerprint, to_jsonable
+from .canonical import canonical_json, canonical_text, ensure_jsonable, request_text, text_fingerprint, to_jsonable
 from .errors import DivergenceError, RedactionError, TraceFormatError, TraceWriteError
 from .replayed_error import decode_error, encode_error, is_cancellation, replayed_cancellation
 from .telemetry import STARTING, TRACERS, usage_attributes
@@ -89,7 +89,7 @@ class Call:
         #: is only built if someone asks (a diff, a fuzzy matcher, redaction).
         self.request_text: str | None = None
         if session.normalize is None:
-            text = canonical_text(request)
+            text = request_text(request)
             if text is None:
                 # Not plain JSON data: convert now, before the agent can mutate it.
                 self._request = to_jsonable(request, where="request")

@@ -39,7 +39,7 @@ from typing import Any
 from . import _safe_read as _safe
 from . import blobs as _blobs
 from ._trace_file import LineFile
-from .canonical import ensure_jsonable
+from .canonical import ensure_jsonable, exact_loads, fast_dumps
 from .errors import TraceFormatError, TraceWriteError
 
 FORMAT_NAME = "agent-rewind"
@@ -212,6 +212,14 @@ class Event:
         if self._head is not None:
             return self._head
         assert self._source is not None
+        if self._length <= _HEAD_PREFIX:
+            # A small line is read whole: one orjson parse of all of it costs less than
+            # the standard library's parse of the part before the request.
+            body = _read_exact_body(self._source, self._offset, self._length)
+            if body is not None:
+                if self._keep:
+                    self._body = body
+                return body
         head = _read_head(self._source, self._offset, self._length)
         if self._keep:
             self._head = head
@@ -343,6 +351,9 @@ class Event:
 
 
 def _dumps_line(data: Mapping[str, Any]) -> bytes:
+    fast = fast_dumps(data)
+    if fast is not None:
+        return fast
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
 
 
@@ -362,6 +373,28 @@ def _read_body(source: _LineSource, offset: int, length: int) -> dict[str, Any]:
     if source.blobs is not None and _blobs.BLOB_MARKER in raw:
         parsed = _restore_fields(parsed, source.blobs, None)
     return parsed
+
+
+def _read_exact_body(source: _LineSource, offset: int, length: int) -> dict[str, Any] | None:
+    """The whole body of a line in the writer's exact spelling (see ``exact_loads``), or
+    ``None``: the caller then reads it the strict way, the head alone first."""
+    raw = source.read(offset, length)
+    if _SKELETON.match(raw) is None:
+        return None
+    body = exact_loads(raw)
+    if body is None:
+        return None
+    for key in _SKELETON_KEYS:
+        del body[key]
+    try:
+        if _safe.maybe_deep(raw, _safe.MAX_DEPTH) and _safe.too_deep(body, _safe.MAX_DEPTH):
+            raise _safe.depth_error()
+        _check_error(body)
+    except ValueError as exc:
+        raise _corrupt(source, offset, exc) from None
+    if source.blobs is not None and _blobs.BLOB_MARKER in raw:
+        body = _restore_fields(body, source.blobs, None)
+    return body
 
 
 def _decode(raw: bytes) -> str:
@@ -386,6 +419,14 @@ def _body_fields(raw: bytes, match: re.Match[bytes] | None = None) -> dict[str, 
         if end != len(raw):
             raise ValueError(f"extra data after the event at column {end + 1}")
         return {}
+    fast = exact_loads(raw)
+    if fast is not None:
+        # Keys once each and nothing after the object: exact_loads checked both.
+        for key in _SKELETON_KEYS:
+            del fast[key]
+        if _safe.maybe_deep(raw, _safe.MAX_DEPTH) and _safe.too_deep(fast, _safe.MAX_DEPTH):
+            raise _safe.depth_error()
+        return _check_error(fast)
     text = _decode(raw[end:])
     try:
         body, stop = _safe.scan_fields(text, 0, _scan_value, into={}, reserved=_SKELETON_KEYS, column=end)
