@@ -513,3 +513,31 @@ def test_bedrock_converse_stream_through_langchain_aws(
     assert "".join(tokens) == ANSWER
     assert len([t for t in tokens if t]) > 3
     assert [e.name for e in battery.steps] == ["bedrock.converse_stream"] * 2
+
+
+@pytest.mark.parametrize(
+    ("model", "base"),
+    [
+        ("anthropic/claude-3-5-haiku-latest", "anthropic_base_url"),
+        ("mistral/mistral-small-latest", "mistral_base_url"),
+        ("gemini/gemini-2.5-flash", "gemini_base_url"),
+    ],
+)
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_litellm_routes_to_native_backends(battery: Any, tools: Any, model: str, base: str, stream: bool) -> None:
+    """litellm speaking each backend's own wire format (its own HTTP code, no provider SDK underneath)."""
+    litellm = pytest.importorskip("litellm")
+    api_base = getattr(battery.stub, base) + ("/v1" if base == "mistral_base_url" else "")
+
+    def agent() -> list[str]:
+        if not stream:
+            return _openai_shaped_loop(lambda **kw: litellm.completion(api_base=api_base, **kw), tools, model)
+
+        async def create(**kwargs: Any) -> Any:
+            return await litellm.acompletion(api_base=api_base, **kwargs)
+
+        return asyncio.run(_openai_shaped_stream_loop(create, tools, model))
+
+    seen = battery.run(agent, providers=("litellm",))
+    _assert_agent_run(battery, tools, seen, "litellm.completion")
+    assert [bool(e.request.get("stream")) for e in battery.steps] == [stream, stream]
