@@ -541,3 +541,36 @@ def test_litellm_routes_to_native_backends(battery: Any, tools: Any, model: str,
     seen = battery.run(agent, providers=("litellm",))
     _assert_agent_run(battery, tools, seen, "litellm.completion")
     assert [bool(e.request.get("stream")) for e in battery.steps] == [stream, stream]
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["invoke_model", "invoke_model_with_response_stream"])
+def test_bedrock_invoke_model_through_langchain_aws_chat_bedrock(
+    battery: Any, tools: Any, monkeypatch: pytest.MonkeyPatch, streaming: bool
+) -> None:
+    """``ChatBedrock`` (not Converse): Anthropic Messages bodies through ``invoke_model``."""
+    pytest.importorskip("langchain_aws")
+    pytest.importorskip("langchain.agents")
+    from langchain.agents import create_agent
+    from langchain_aws import ChatBedrock
+    from langchain_core.tools import tool
+
+    for name, value in {"AWS_ACCESS_KEY_ID": "battery", "AWS_SECRET_ACCESS_KEY": "battery"}.items():
+        monkeypatch.setenv(name, value)
+    get_weather = tool(_get_weather(tools))
+
+    def agent() -> list[str]:
+        model = ChatBedrock(
+            model_id="anthropic.claude-3-haiku-20240307-v1:0",
+            region_name="us-east-1",
+            endpoint_url=battery.stub.bedrock_endpoint_url,
+            streaming=streaming,
+        )
+        graph = create_agent(model, tools=[get_weather])
+        state = graph.invoke({"messages": [{"role": "user", "content": QUESTION}]})
+        return [str(m.text) for m in state["messages"]]
+
+    messages = battery.run(agent, providers=("bedrock",))
+    assert battery.live_tools == tools.names() == ["get_weather"]
+    assert messages[-1] == ANSWER
+    name = "bedrock.invoke_model_with_response_stream" if streaming else "bedrock.invoke_model"
+    assert [e.name for e in battery.steps] == [name] * 2
