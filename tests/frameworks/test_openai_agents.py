@@ -152,3 +152,52 @@ def test_chat_completions_model_streamed(battery: Any, tools: Any, sdk: Any) -> 
     assert events > 5
     assert [e.name for e in battery.steps] == ["openai.chat.completions.create"] * 2
     assert all(e.request["stream"] for e in battery.steps)
+
+
+def test_input_guardrail_agent_runs_beside_the_main_agent(battery: Any, tools: Any, sdk: Any) -> None:
+    """An input guardrail that is itself an agent runs concurrently with the main agent's first turn.
+
+    Two model calls in flight at once, yet strict matching holds: a step's place in the trace
+    is where its call began, and the SDK starts the guardrail's and the agent's calls in the
+    same order on every run (no I/O between them); only their answers race.
+    """
+    from agents import (
+        Agent,
+        GuardrailFunctionOutput,
+        RunContextWrapper,
+        Runner,
+        TResponseInputItem,
+        function_tool,
+        input_guardrail,
+    )
+
+    @function_tool
+    def get_weather(city: str) -> str:
+        """The current weather in a city."""
+        tools("get_weather", city)
+        return f"Calm in {city}"
+
+    checker = Agent(name="Checker", instructions="Say whether the request is about homework.")
+
+    @input_guardrail
+    async def no_homework(
+        ctx: RunContextWrapper[None], agent: Agent, user_input: str | list[TResponseInputItem]
+    ) -> GuardrailFunctionOutput:
+        verdict = await Runner.run(checker, user_input, context=ctx.context)
+        tools("guardrail", str(verdict.final_output))
+        return GuardrailFunctionOutput(output_info=verdict.final_output, tripwire_triggered=False)
+
+    async def main() -> str:
+        assistant = Agent(name="Assistant", tools=[get_weather], input_guardrails=[no_homework])
+        result = await Runner.run(assistant, "What is the weather in city=Riga today?")
+        return str(result.final_output)
+
+    answer = battery.run(lambda: asyncio.run(main()), match="strict")
+    assert answer == "Based on the tool result: Calm in Riga"
+    assert sorted(battery.live_tools) == ["get_weather", "guardrail"]
+    steps = battery.steps
+    assert len(steps) == 3
+    assert sorted(str(e.request.get("instructions")) for e in steps[:2]) == [
+        "None",
+        "Say whether the request is about homework.",
+    ]
