@@ -28,7 +28,7 @@ import socket
 import sys
 import sysconfig
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from types import FrameType
 from typing import Any
 
@@ -69,41 +69,52 @@ class _Guard:
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
-        self.holders: list[tuple[object, str, frozenset[str]]] = []
+        self.holders: list[Hold] = []
         self.allowed_ips: set[str] = set()
         self.originals: dict[tuple[Any, str], Any] = {}
 
     def allowed_names(self) -> frozenset[str]:
         names: set[str] = set()
-        for _, _, hosts in self.holders:
-            names |= hosts
+        for hold in self.holders:
+            names |= hold.hosts
         return frozenset(names)
 
     def label(self) -> str:
-        return self.holders[0][1] if self.holders else "a replay"
+        return self.holders[0].label if self.holders else "a replay"
 
 
 _GUARD = _Guard()
 
 
-def block(label: str, allow_hosts: Sequence[str] = ()) -> Callable[[], None]:
-    """Block the network until the returned function is called (reference-counted)."""
-    token = object()
-    hosts = frozenset(_norm(h) for h in allow_hosts)
-    with _GUARD.lock:
-        if not _GUARD.holders:
-            _install()
-        _GUARD.holders.append((token, label, hosts))
+class Hold:
+    """One session's hold on the guard: call it (or ``release()``) to let go."""
 
-    def release() -> None:
+    def __init__(self, label: str, hosts: frozenset[str]) -> None:
+        self.label = label
+        self.hosts = hosts
+        #: Every connection refused while this hold was in place (even ones the program swallowed).
+        self.blocked: list[NetworkBlockedError] = []
+
+    def release(self) -> None:
         with _GUARD.lock:
-            before = len(_GUARD.holders)
-            _GUARD.holders[:] = [h for h in _GUARD.holders if h[0] is not token]
-            if before and not _GUARD.holders:
+            if self not in _GUARD.holders:
+                return
+            _GUARD.holders.remove(self)
+            if not _GUARD.holders:
                 _uninstall()
                 _GUARD.allowed_ips.clear()
 
-    return release
+    __call__ = release
+
+
+def block(label: str, allow_hosts: Sequence[str] = ()) -> Hold:
+    """Block the network until the returned hold is released (reference-counted)."""
+    hold = Hold(label, frozenset(_norm(h) for h in allow_hosts))
+    with _GUARD.lock:
+        if not _GUARD.holders:
+            _install()
+        _GUARD.holders.append(hold)
+    return hold
 
 
 def active() -> bool:
@@ -159,7 +170,10 @@ def _check(host: Any, port: Any) -> None:
         "that call (@rewind.tool, or the SDK's patch) so it is served, allow the host "
         f"(allow_hosts=[{str(host)!r}], --allow-host {host}), or pass network='allow' (--network allow)."
     )
-    raise NetworkBlockedError(message, host=str(host), port=port, where=where)
+    error = NetworkBlockedError(message, host=str(host), port=port, where=where)
+    for hold in list(_GUARD.holders):
+        hold.blocked.append(error)
+    raise error
 
 
 def _address_host(address: Any) -> tuple[Any, Any] | None:
@@ -307,4 +321,4 @@ def _uninstall() -> None:
     _GUARD.originals.clear()
 
 
-__all__ = ["NETWORK_MODES", "NetworkBlockedError", "active", "block", "check_network"]
+__all__ = ["NETWORK_MODES", "Hold", "NetworkBlockedError", "active", "block", "check_network"]

@@ -32,9 +32,10 @@ import pytest
 from . import placeholder_keys, scratch
 from .errors import DivergenceError, RewindError
 from .matching import Matcher, resolve_matcher
+from .network_guard import check_network
 from .session import Normalizer, Redactor, Session, record, replay
 
-__all__ = ["RECORD_MODES", "GoldenTrace", "rewind_session"]
+__all__ = ["RECORD_MODES", "GoldenTrace", "assert_resilient", "resilience_cases", "rewind_session"]
 
 MARKER = "rewind_trace"
 FIXTURE = "rewind_session"
@@ -44,11 +45,13 @@ FIXTURE = "rewind_session"
 #: ``rewrite`` deletes the trace first and keeps whatever the live run recorded.
 RECORD_MODES = ("none", "missing", "all", "rewrite")
 
-_OPTIONS = "match='strict', normalize=None, redact=None, require_full_consumption=False"
+_OPTIONS = (
+    "match='strict', normalize=None, redact=None, require_full_consumption=False, network='block', allow_hosts=()"
+)
 _MARKER_HELP = (
     f"{MARKER}(path, *, {_OPTIONS}): "
     "replay the test against the golden trace at path (relative to the test file); "
-    "pytest --rewind-record records it live"
+    "pytest --rewind-record records it live; a replay blocks every non-loopback connection unless network='allow'"
 )
 
 
@@ -71,6 +74,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="none: replay only (default); missing: record only tests whose trace does not exist; "
         "all: record every marked test, keeping the new trace when the test passes; "
         "rewrite: delete each trace, then record, keeping the result even when the test fails",
+    )
+    group.addoption(
+        "--rewind-network",
+        choices=("block", "allow"),
+        default=None,
+        help="replays: block (default) makes any connection to a host other than loopback (or the marker's "
+        "allow_hosts) fail; allow lets them through, overriding every marker",
     )
 
 
@@ -114,6 +124,9 @@ class GoldenTrace:
     normalize: Normalizer | None = None
     redact: Redactor | None = None
     require_full_consumption: bool = False
+    #: A replay refuses every connection to a host other than loopback or ``allow_hosts``.
+    network: str = "block"
+    allow_hosts: tuple[str, ...] = ()
 
 
 def _marker_signature(
@@ -123,6 +136,8 @@ def _marker_signature(
     normalize: Normalizer | None = None,
     redact: Redactor | None = None,
     require_full_consumption: bool = False,
+    network: str = "block",
+    allow_hosts: tuple[str, ...] | list[str] = (),
 ) -> None:
     """The marker's call signature, used to validate its arguments."""
 
@@ -158,12 +173,17 @@ def golden_trace(item: pytest.Item) -> GoldenTrace | None:
         value = args.get(name)
         if value is not None and not callable(value):
             raise TypeError(f"{name}= must be a callable payload -> payload, not {type(value).__name__}")
+    network = args.get("network", "block")
+    allow_hosts = args.get("allow_hosts", ())
+    check_network(network, allow_hosts)
     return GoldenTrace(
         path=path,
         match=args.get("match", "strict"),
         normalize=args.get("normalize"),
         redact=args.get("redact"),
         require_full_consumption=consume,
+        network=network,
+        allow_hosts=tuple(allow_hosts),
     )
 
 
@@ -294,6 +314,8 @@ def _open_session(item: pytest.Item, run: _Run) -> Session:
         require_full_consumption=trace.require_full_consumption,
         redact=trace.redact,
         normalize=trace.normalize,
+        network=item.config.getoption("rewind_network", None) or trace.network,
+        allow_hosts=trace.allow_hosts,
     )
 
 
@@ -403,6 +425,13 @@ def _close(item: pytest.Item, run: _Run, session: Session) -> None:
         hint = f"If the shorter run is intended, re-record the golden trace:\n    {run.command}"
         raise _fail(f"{message}\n{hint}") from None
     _settle(run, passed, skipped=skipped)
+    blocked = session.network_blocked
+    if passed and blocked:
+        # The code caught the NetworkBlockedError and the test passed anyway: it still tried.
+        raise _fail(
+            f"{blocked[0]}\nThe code caught this error and the test went on to pass, but a replay must not "
+            f"reach the network ({len(blocked)} connection(s) refused)."
+        )
 
 
 def _settle(run: _Run, passed: bool, *, skipped: bool = False) -> None:
@@ -546,3 +575,66 @@ class _Summary:
         for info in self.outcomes:
             if info.get("outcome") in ("recorded", "kept", "discarded", "skipped"):
                 terminalreporter.write_line(f"  {_LABELS[info['outcome']]}: {info.get('trace')}")
+
+
+# --------------------------------------------------------------------------- resilience tests
+
+
+def resilience_cases(
+    path: str | os.PathLike[str],
+    *,
+    faults: list[str] | tuple[str, ...] | None = None,
+    steps: list[int] | tuple[int, ...] | None = None,
+    seed: int = 0,
+    max_runs: int | None = None,
+    retry_after: str = "1",
+) -> list[Any]:
+    """One ``pytest.param`` per mutation of the golden trace at ``path`` (see ``rewind.what_if``).
+
+        @pytest.mark.parametrize("mutation", resilience_cases(HERE / "golden.rewind", faults=["rate_limit"]))
+        def test_agent_survives(mutation):
+            assert_resilient(mutation, run_agent)
+
+    The same trace and seed give the same cases and ids (``step3-rate_limit``). A trace
+    that does not exist yet gives one skipped case saying so.
+    """
+    from .what_if.mutate import plan
+
+    target = Path(os.fspath(path))
+    if not target.exists():
+        reason = f"rewind: the golden trace {target} does not exist yet; record it first"
+        return [pytest.param(None, id="no-golden-trace", marks=pytest.mark.skip(reason=reason))]
+    mutations = plan(target, faults=faults, steps=steps, seed=seed, max_runs=max_runs, retry_after=retry_after)
+    return [pytest.param(mutation, id=mutation.id) for mutation in mutations]
+
+
+def assert_resilient(
+    mutation: Any,
+    agent: Any,
+    *,
+    allow: tuple[str, ...] = ("same", "different"),
+    timeout: float = 30.0,
+    live: bool = False,
+) -> Any:
+    """Run ``agent`` under ``mutation``; fail the test unless the outcome is in ``allow``.
+
+    Returns the ``Result``. The reference answer is the unmutated replay's, computed once
+    per trace and agent.
+    """
+    from .what_if.mutate import baseline, run_mutation
+
+    key = (mutation.trace, id(agent))
+    expected = _BASELINES.get(key, _NO_BASELINE)
+    if expected is _NO_BASELINE:
+        expected = _BASELINES[key] = baseline(mutation.trace, agent, timeout=timeout)
+    result = run_mutation(mutation, agent, expected=expected, timeout=timeout, live=live)
+    if result.outcome not in allow:
+        raise _fail(
+            f"rewind: with {mutation.fault} injected at step {mutation.step} ({mutation.kind} {mutation.name}) "
+            f"the agent {result.describe()} (allowed: {', '.join(allow)})"
+        )
+    return result
+
+
+_NO_BASELINE: Any = object()
+_BASELINES: dict[tuple[str, int], Any] = {}

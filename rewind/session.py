@@ -120,7 +120,9 @@ class Session:
         self._externalize = check_threshold(externalize)
         self._network = check_network(network, allow_hosts)
         self._allow_hosts = tuple(allow_hosts)
-        self._release_network: Callable[[], None] | None = None
+        self._network_hold: network_guard.Hold | None = None
+        #: Connections a ``network="block"`` replay refused (even ones the program swallowed).
+        self.network_blocked: list[network_guard.NetworkBlockedError] = []
         #: What a what-if fork changed (an edit), kept in the saved fork's ``forked_from``.
         self._provenance = provenance
         self._lock = threading.Lock()
@@ -160,7 +162,8 @@ class Session:
         self._open()
         if self._network == "block":
             # Installed with the session and removed with it (see rewind.network_guard).
-            self._release_network = network_guard.block(self.path, self._allow_hosts)
+            self._network_hold = network_guard.block(self.path, self._allow_hosts)
+            self.network_blocked = self._network_hold.blocked
         self._run_span = RunSpan.open(self.mode, self.path)  # one run, one trace in a backend
         self._token = _ACTIVE.set(self)
         _OPEN.add(self)
@@ -182,9 +185,9 @@ class Session:
             if exc_type is None:
                 self._check_consumption()
         finally:
-            release, self._release_network = self._release_network, None
-            if release is not None:
-                release()
+            hold, self._network_hold = self._network_hold, None
+            if hold is not None:
+                hold.release()
 
     async def __aenter__(self) -> Session:
         return self.__enter__()

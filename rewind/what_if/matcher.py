@@ -12,7 +12,9 @@ Two kinds of change:
 * an **edit** replaces the step: the recorded step is used up, the next call is
   matched against the step after it;
 * a **fault** is served once in front of the step: the recorded step stays next, so an
-  agent that retries the same request is answered from the recording.
+  agent that retries the same request is answered from the recording; an agent that
+  moves on instead (a failed tool reported to the model) is matched against the step
+  after it.
 
 Where the run goes after the change depends on how the matcher is driven:
 
@@ -65,6 +67,8 @@ class WhatIfMatcher:
         self.then = then
         self._pos = 0
         self._pending: set[int] = set()
+        #: The step whose fault was just served, until the agent retries it or moves past it.
+        self._faulted: int | None = None
         self._live = False
         #: Index of the recorded step where the run went live (``None`` while it replays).
         self.live_from: int | None = None
@@ -78,6 +82,7 @@ class WhatIfMatcher:
         self.inner.start(trace)
         self._pos = 0
         self._pending = set(self.changes)
+        self._faulted = None
         self._live = False
         self.live_from = None
         self.served_changes = []
@@ -109,17 +114,36 @@ class WhatIfMatcher:
         try:
             recorded = self.inner.match(index, call, trace)
         except DivergenceError:
+            moved_on = self._past_fault(index, call, trace)
+            if moved_on is not None:
+                return moved_on
             if may_go_live:
                 return self._go_live()
             raise
+        self._faulted = None
         if index in self._pending:
             self._pending.discard(index)
             change = self.changes[index]
             self.served_changes.append(change.label)
             if change.replaces:
                 self._pos += 1
+            else:
+                self._faulted = index
             return change.event
         self._pos += 1
+        return recorded
+
+    def _past_fault(self, index: int, call: IncomingCall, trace: Trace) -> Event | None:
+        """After a fault the agent may not retry (a failed tool it reports and moves past):
+        then the faulted step is skipped and the call is matched against the next one."""
+        if self._faulted != index or index + 1 >= len(trace.events):
+            return None
+        try:
+            recorded = self.inner.match(index + 1, call, trace)
+        except DivergenceError:
+            return None
+        self._faulted = None
+        self._pos = index + 2
         return recorded
 
     def _go_live(self) -> Event | None:
