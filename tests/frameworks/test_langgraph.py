@@ -161,3 +161,37 @@ def test_stream_mode_messages_streams_tokens(battery: Any, tools: Any) -> None:
     steps = battery.steps
     assert [e.kind for e in steps] == ["llm", "llm"]
     assert all(e.request["stream"] for e in steps)  # recorded as streams, replayed as streams
+
+
+def test_human_in_the_loop_interrupt_and_resume(battery: Any, tools: Any) -> None:
+    """A checkpointed graph pauses in a tool with ``interrupt()`` and resumes with ``Command``."""
+    pytest.importorskip("langchain.agents")
+    from langchain.agents import create_agent
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import Command, interrupt
+
+    @tool
+    def book_hotel(city: str) -> str:
+        """Book a hotel in a city."""
+        approval = interrupt({"question": f"Book a hotel in {city}?"})
+        tools("book_hotel", approval)
+        return f"Booked in {city}" if approval == "yes" else "Not booked"
+
+    def agent() -> tuple[str, str]:
+        model = ChatOpenAI(model="gpt-4o-mini", max_retries=0)
+        graph = create_agent(model, tools=[book_hotel], checkpointer=InMemorySaver())
+        config = {"configurable": {"thread_id": "trip-1"}}
+        paused = graph.invoke({"messages": [("user", "book hotel in city=Bled please")]}, config)
+        question = paused["__interrupt__"][0].value["question"]
+        done = graph.invoke(Command(resume="yes"), config)
+        return question, str(done["messages"][-1].content)
+
+    question, answer = battery.run(agent)
+    assert question == "Book a hotel in Bled?"
+    assert answer == "Based on the tool result: Booked in Bled"
+    # The tool ran twice per run (LangGraph re-runs an interrupted node on resume) but
+    # logged once, after the interrupt; the model was asked twice in all.
+    assert battery.live_tools == tools.names() == ["book_hotel"]
+    assert len(battery.steps) == 2
