@@ -110,3 +110,23 @@ def test_partial_streaming(battery: Any) -> None:
     partials = battery.run(agent)
     assert partials[-1] == {"name": "Linus", "age": 1}
     assert battery.steps[0].request["stream"] is True
+
+
+def test_anthropic_client(battery: Any) -> None:
+    import instructor
+    from anthropic import Anthropic
+
+    def agent() -> dict[str, Any]:
+        client = instructor.from_anthropic(Anthropic(max_retries=0))
+        user = client.messages.create(
+            model="claude-sonnet-4-6",
+            max_tokens=512,
+            response_model=UserInfo,
+            messages=[{"role": "user", "content": "Extract: name=Hedy is 30."}],
+        )
+        return user.model_dump()
+
+    assert battery.run(agent, providers=("anthropic",)) == {"name": "Hedy", "age": 1}
+    (step,) = battery.steps
+    assert step.name == "anthropic.messages.create"
+    assert step.request["tool_choice"]["name"] == "UserInfo"  # ANTHROPIC_TOOLS mode: a forced tool
