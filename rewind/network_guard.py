@@ -117,6 +117,11 @@ def block(label: str, allow_hosts: Sequence[str] = ()) -> Hold:
     return hold
 
 
+def allowed(host: str) -> bool:
+    """Whether a connection to ``host`` would pass the guard now (always, when it is not installed)."""
+    return _is_allowed(host)
+
+
 def active() -> bool:
     """True while some session blocks the network."""
     return bool(_GUARD.holders)
@@ -199,29 +204,32 @@ _PLUMBING = ("socket", "asyncio", "ssl", "selectors", "concurrent", "threading",
 
 
 def _culprit() -> tuple[str, str]:
-    """The innermost frame of the program's own code, and the library it went through."""
+    """The innermost frame of the program's own code, and the library it went through.
+
+    A connection made in a task of its own (anyio's happy-eyeballs, say) has no program
+    frame on its stack: then the innermost library frame is named instead.
+    """
     global _LIBRARIES
     if _LIBRARIES is None:
         _LIBRARIES = _library_dirs()
     frame: FrameType | None = sys._getframe(2)
     library = ""
-    first = ""
+    fallback = ""
     while frame is not None:
-        filename = os.path.abspath(frame.f_code.co_filename)
+        raw = frame.f_code.co_filename
         module = str(frame.f_globals.get("__name__", ""))
-        described = f"{frame.f_code.co_name} ({filename}:{frame.f_lineno})"
         if module == __name__:
             frame = frame.f_back
             continue
-        if not first:
-            first = described
-        if filename.startswith(_LIBRARIES) or filename.startswith("<frozen"):
-            if module and not module.startswith(_PLUMBING):
-                library = module.split(".")[0]  # the outermost library before the program's code
-        else:
+        filename = raw if raw.startswith("<") else os.path.abspath(raw)
+        described = f"{frame.f_code.co_name} ({filename}:{frame.f_lineno})"
+        if not (filename.startswith(_LIBRARIES) or filename.startswith("<")):
             return described, library
+        if module and module != "__main__" and not module.startswith(_PLUMBING):
+            library = module.split(".")[0]  # the outermost library before the program's code
+            fallback = fallback or described
         frame = frame.f_back
-    return first or "unknown code", library
+    return fallback or "unknown code", ""
 
 
 def _from_exporter() -> bool:
@@ -321,4 +329,4 @@ def _uninstall() -> None:
     _GUARD.originals.clear()
 
 
-__all__ = ["NETWORK_MODES", "Hold", "NetworkBlockedError", "active", "block", "check_network"]
+__all__ = ["NETWORK_MODES", "Hold", "NetworkBlockedError", "active", "allowed", "block", "check_network"]
