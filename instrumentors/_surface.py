@@ -84,6 +84,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, TypedDict
+from urllib.parse import urlsplit
 
 import wrapt
 
@@ -381,6 +382,18 @@ def parameter_attributes(
         elif isinstance(sequences, list) and all(isinstance(s, str) for s in sequences):
             attrs["gen_ai.request.stop_sequences"] = sequences
     return attrs
+
+
+def url_server_attributes(url: Any) -> dict[str, Any]:
+    """``server.address`` / ``server.port`` of a base URL string (SDKs that keep no httpx URL)."""
+    try:
+        parts = urlsplit(str(url or ""))
+        host, port = parts.hostname, parts.port or {"https": 443, "http": 80}.get(parts.scheme)
+    except ValueError:  # not a URL, or a port out of range
+        return {}
+    if not host:
+        return {}
+    return {"server.address": host, "server.port": port} if port is not None else {"server.address": host}
 
 
 def server_attributes(instance: Any) -> dict[str, Any]:

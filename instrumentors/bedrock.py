@@ -35,7 +35,7 @@ from rewind.replayed_error import decode_error, replayed_class
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import Kit
 from ._streams import RecordEngine, ReplayEngine, stream_proxy
-from ._surface import Provider, Surface, _Invocation, parameter_attributes, sync_wrapper
+from ._surface import Provider, Surface, _Invocation, parameter_attributes, sync_wrapper, url_server_attributes
 
 SERVICE = "bedrock-runtime"
 
@@ -175,12 +175,7 @@ class BedrockProvider(Provider):
             attrs["gen_ai.request.model"] = model
         endpoint = getattr(getattr(instance, "meta", None), "endpoint_url", None)
         if isinstance(endpoint, str):
-            from urllib.parse import urlsplit
-
-            parts = urlsplit(endpoint)
-            if parts.hostname:
-                attrs["server.address"] = parts.hostname
-                attrs["server.port"] = parts.port or (443 if parts.scheme == "https" else 80)
+            attrs.update(url_server_attributes(endpoint))
         config = request.get("inferenceConfig")
         if isinstance(config, Mapping):
             attrs.update(parameter_attributes(config, _SAMPLING, stop="stopSequences"))

@@ -36,7 +36,6 @@ import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from rewind.canonical import to_jsonable
 from rewind.errors import PatchGapWarning
@@ -54,6 +53,7 @@ from ._surface import (
     intercepting,
     parameter_attributes,
     sync_wrapper,
+    url_server_attributes,
     warn_once,
 )
 
@@ -421,16 +421,10 @@ def _bypass_detector(wrapped: Callable[..., Any], instance: Any, args: tuple[Any
 def _server_attributes(instance: Any) -> dict[str, Any]:
     wrapper = getattr(instance, "_client_wrapper", None)
     try:
-        parts = urlsplit(wrapper.get_base_url())  # type: ignore[union-attr]
+        url = wrapper.get_base_url()  # type: ignore[union-attr]
     except Exception:  # no client wrapper: no server attributes
         return {}
-    attrs: dict[str, Any] = {}
-    if parts.hostname:
-        attrs["server.address"] = parts.hostname
-        port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
-        if port is not None:
-            attrs["server.port"] = port
-    return attrs
+    return url_server_attributes(url)
 
 
 def _embedding_dimensions(embeddings: Any) -> int | None:

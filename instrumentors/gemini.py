@@ -29,7 +29,6 @@ import inspect
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from rewind._http_error import is_secret_header
 from rewind.canonical import to_jsonable
@@ -37,7 +36,7 @@ from rewind.canonical import to_jsonable
 from ._errors import error_record, keep_headers, revive_error
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import ASYNC_GENERATORS, GENERATORS, Kit
-from ._surface import BindingFields, NativeProvider, Surface, parameter_attributes, schema_of
+from ._surface import BindingFields, NativeProvider, Surface, parameter_attributes, schema_of, url_server_attributes
 
 _MODELS = "google.genai.models"
 _RESPONSE = "google.genai.types:GenerateContentResponse"
@@ -304,18 +303,9 @@ def dump_response(result: Any) -> Any:
 
 def _server_attributes(client: Any) -> dict[str, Any]:
     options = getattr(client, "_http_options", None)
+    # A dict on 1.0, an HttpOptions model later.
     base_url = options.get("base_url") if isinstance(options, Mapping) else getattr(options, "base_url", None)
-    try:  # a dict on 1.0, an HttpOptions model later
-        parts = urlsplit(str(base_url or ""))
-    except ValueError:
-        return {}
-    attrs: dict[str, Any] = {}
-    if parts.hostname:
-        attrs["server.address"] = parts.hostname
-        port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
-        if port is not None:
-            attrs["server.port"] = port
-    return attrs
+    return url_server_attributes(base_url)
 
 
 def accumulate_response(chunks: list[Any]) -> dict[str, Any] | None:

@@ -26,7 +26,6 @@ import importlib
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from rewind.canonical import to_jsonable
 from rewind.errors import PatchGapWarning
@@ -35,7 +34,7 @@ from ._errors import ReplayedHTTPResponse, error_record, revive_error
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import ASYNC_GENERATORS, GENERATORS, Kit, httpx_response
 from ._stainless import keep_headers
-from ._surface import BindingFields, NativeProvider, Surface, parameter_attributes, warn_once
+from ._surface import BindingFields, NativeProvider, Surface, parameter_attributes, url_server_attributes, warn_once
 
 #: Where each SDK layout keeps its generated core, newest first.
 ROOTS = ("mistralai.client", "mistralai.azure.client", "mistralai.gcp.client", "mistralai")
@@ -301,16 +300,9 @@ def _server_attributes(instance: Any) -> dict[str, Any]:
     config = getattr(instance, "sdk_configuration", None)
     try:
         url, _ = config.get_server_details()  # type: ignore[union-attr]
-        parts = urlsplit(url)
     except Exception:  # no configuration, or an invalid server name
         return {}
-    attrs: dict[str, Any] = {}
-    if parts.hostname:
-        attrs["server.address"] = parts.hostname
-        port = parts.port or {"https": 443, "http": 80}.get(parts.scheme)
-        if port is not None:
-            attrs["server.port"] = port
-    return attrs
+    return url_server_attributes(url)
 
 
 def accumulate_chat(chunks: list[Any]) -> dict[str, Any] | None:
