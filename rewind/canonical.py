@@ -507,9 +507,25 @@ class _CarefulWalk(_Walker):
 
 
 def from_jsonable(value: Any) -> Any:
-    """Undo the reversible markers of ``to_jsonable``: bytes come back as bytes."""
+    """Undo the reversible markers of ``to_jsonable``: bytes come back as bytes.
+
+    Always a new value (the caller may hand it to an agent that mutates it)."""
     cls = type(value)
     if cls is dict:
+        if _orjson is not None:
+            # No marker to undo: a copy at C speed, kept only when it equals the value
+            # (a NaN orjson writes as null, a tuple it writes as a list, an Enum or a
+            # UUID it writes as its value do not), else the walk below. An int- or
+            # str-valued Enum member does compare equal: it comes back as that JSON value,
+            # which is what a trace records of it anyway.
+            try:
+                raw = _orjson.dumps(value, option=_PASSTHROUGH)
+            except TypeError:
+                raw = b'"__'
+            if b'"__' not in raw:
+                copy = _orjson.loads(raw)
+                if copy == value:
+                    return copy
         return _revive_mapping(value)
     if cls is list:
         return _revive_items(value)

@@ -247,7 +247,7 @@ class Call:
         assert self.served is not None
         # A lazily loaded event re-reads its line on every access; this call's copy
         # reads it once, however often the hooks and the caller look at it.
-        self.served = self.served.hydrated()
+        self.served = self.served.hydrated(self.request_text)
         try:
             self.served.get("response")  # read it now: a damaged trace or blob fails with the span ended
         except TraceFormatError as error:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
+from .errors import DivergenceError
 from .matching import IncomingCall, Matcher
 from .telemetry import STARTING
 from .trace import Event, Trace
@@ -68,8 +69,6 @@ class ReplaySpanProcessor(SpanProcessor):
     # -- the decision -----------------------------------------------------------
     def serve(self, call: Call) -> None:
         """Decide what answers ``call``: sets ``call.served``, ``call.divergence`` or a live seq."""
-        from .errors import DivergenceError
-
         incoming = IncomingCall.of(call)
         with self._lock:
             if call.decided:

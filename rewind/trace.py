@@ -259,10 +259,14 @@ class Event:
             self._source = None
         return self
 
-    def hydrated(self) -> Event:
+    def hydrated(self, request_text: str | None = None) -> Event:
         """This event for one consumer: a lazily loaded event is copied, and the copy
         keeps whatever it reads, so a served step parses its line once. Events already
-        in memory are returned as they are."""
+        in memory are returned as they are.
+
+        ``request_text`` is the canonical JSON of the request being answered (a strict
+        replay's call): when the line ends with exactly that request, only the part
+        before it is parsed, and the request is that text."""
         if self._source is None:
             return self
         clone = Event.__new__(Event)
@@ -273,6 +277,10 @@ class Event:
         clone._source, clone._offset, clone._length = self._source, self._offset, self._length
         clone._keep = True
         clone._request_text = None
+        if request_text is not None and self._length <= _HEAD_PREFIX:
+            head = _read_head_before(self._source, self._offset, self._length, request_text)
+            if head is not None:
+                clone._body, clone._request_text = head, request_text
         return clone
 
     # -- (de)serialization ----------------------------------------------------
@@ -373,6 +381,31 @@ def _read_body(source: _LineSource, offset: int, length: int) -> dict[str, Any]:
     if source.blobs is not None and _blobs.BLOB_MARKER in raw:
         parsed = _restore_fields(parsed, source.blobs, None)
     return parsed
+
+
+def _read_head_before(source: _LineSource, offset: int, length: int, request_text: str) -> dict[str, Any] | None:
+    """The body of a line that ends with ``"request":<request_text>}``, but the request
+    (parsed from the bytes before it, exactly as ``_read_exact_body`` would), or ``None``."""
+    raw = source.read(offset, length)
+    suffix = b',"request":' + request_text.encode("utf-8", "surrogatepass") + b"}"
+    if not raw.endswith(suffix) or _SKELETON.match(raw) is None:
+        return None
+    before = raw[: len(raw) - len(suffix)] + b"}"
+    body = exact_loads(before)
+    if body is None or "request" in body:
+        return None
+    for key in _SKELETON_KEYS:
+        del body[key]
+    try:
+        # The request is the caller's own text: only what the file adds needs bounding.
+        if _safe.maybe_deep(before, _safe.MAX_DEPTH) and _safe.too_deep(body, _safe.MAX_DEPTH):
+            raise _safe.depth_error()
+        _check_error(body)
+    except ValueError as exc:
+        raise _corrupt(source, offset, exc) from None
+    if source.blobs is not None and _blobs.BLOB_MARKER in before:
+        body = _restore_fields(body, source.blobs, None)
+    return body
 
 
 def _read_exact_body(source: _LineSource, offset: int, length: int) -> dict[str, Any] | None:

@@ -226,3 +226,39 @@ def test_without_orjson_everything_is_the_stdlib(value: Any) -> None:
         assert request_text(value) == canonical_text(value)
     finally:
         canonical._orjson = saved
+
+
+@SETTINGS
+@given(plain)
+def test_from_jsonable_fast_copy_is_the_walk(value: Any) -> None:
+    """A dict comes back as a new, equal value, markers revived, with or without orjson."""
+    wrapped = {"v": value, "m": {"__bytes_utf8__": "hi"}} if isinstance(value, int) else {"v": value}
+    fast = canonical.from_jsonable(wrapped)
+    saved = canonical._orjson
+    canonical._orjson = None
+    try:
+        slow = canonical.from_jsonable(wrapped)
+    finally:
+        canonical._orjson = saved
+    assert fast is not wrapped
+    assert canonical_json(to_jsonable(fast)) == canonical_json(to_jsonable(slow))
+    assert [type(x) for x in _leaves(fast)] == [type(x) for x in _leaves(slow)]
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _leaves(item)]
+    if isinstance(value, (list, tuple)):
+        return [type(value), *(leaf for item in value for leaf in _leaves(item))]
+    return [value]
+
+
+def test_from_jsonable_copies_and_revives() -> None:
+    recorded = {"a": [1, {"b": 2}], "bytes": {"__bytes_utf8__": "hi"}, "nan": math.nan}
+    served = canonical.from_jsonable({"a": [1, {"b": 2}]})
+    assert served == {"a": [1, {"b": 2}]}
+    revived = canonical.from_jsonable(recorded)
+    assert revived["bytes"] == b"hi" and math.isnan(revived["nan"])
+    plain_value = {"a": [1, {"b": 2}], "t": (1, 2)}
+    copy = canonical.from_jsonable(plain_value)
+    assert copy is not plain_value and copy["a"] is not plain_value["a"] and copy["t"] == (1, 2)
