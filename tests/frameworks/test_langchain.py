@@ -150,3 +150,18 @@ def test_the_framework_retry_of_a_rate_limit_replays(battery: Any) -> None:
     assert battery.run(agent) == "Echo: hello after a 429"
     assert battery.stub.request_count == 2  # live: the 429, then the retry
     assert [(e.name, e.ok) for e in battery.steps] == [("openai.chat.completions.create", True)]
+
+
+def test_an_async_stream_abandoned_halfway_replays_the_same(battery: Any) -> None:
+    from langchain_openai import ChatOpenAI
+
+    async def main() -> list[str]:
+        model = ChatOpenAI(model="gpt-4o-mini", base_url=battery.stub.openai_base_url, max_retries=0)
+        seen: list[str] = []
+        async for chunk in model.astream("one two three four five six seven"):
+            seen.append(str(chunk.content))
+            if len(seen) == 4:
+                break
+        return seen
+
+    assert len(battery.run(lambda: asyncio.run(main()))) == 4

@@ -201,3 +201,22 @@ def test_input_guardrail_agent_runs_beside_the_main_agent(battery: Any, tools: A
         "None",
         "Say whether the request is about homework.",
     ]
+
+
+def test_run_streamed_cancelled_halfway(battery: Any, tools: Any, sdk: Any) -> None:
+    from agents import Agent, Runner
+    from openai.types.responses import ResponseTextDeltaEvent
+
+    async def main() -> list[str]:
+        assistant = Agent(name="Assistant")
+        result = Runner.run_streamed(assistant, "one two three four five six seven eight")
+        deltas: list[str] = []
+        async for event in result.stream_events():
+            if event.type == "raw_response_event" and isinstance(event.data, ResponseTextDeltaEvent):
+                deltas.append(event.data.delta)
+                if len(deltas) == 3:
+                    result.cancel()  # the SDK's documented way to stop a streamed run
+        return deltas
+
+    deltas = battery.run(lambda: asyncio.run(main()))
+    assert len(deltas) == 3  # cancel() drops the events already queued
