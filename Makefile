@@ -100,8 +100,17 @@ lint: $(STAMP)
 	$(PY) -m ruff check .
 	$(PY) -m mypy rewind exporters instrumentors
 
-bench: $(STAMP)
+# bench_baseline compares against the stdlib-only agent-rewind 0.8.0, which also imports
+# as `rewind`: it gets a throwaway venv of its own.
+BASELINE_VENV := .venv-bench-baseline
+
+$(BASELINE_VENV)/.installed:
+	@test -x $(BASELINE_VENV)/bin/python || $(PYTHON) -m venv $(BASELINE_VENV)
+	$(BASELINE_VENV)/bin/python -m pip install --quiet 'agent-rewind==0.8.0'
+	@touch $@
+
+bench: $(STAMP) $(BASELINE_VENV)/.installed
 	$(PY) benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) .venv-compat-* .venv-fw-* .venv-import-* $(PHOENIX_VENV) build dist *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) .venv-compat-* .venv-fw-* .venv-import-* $(PHOENIX_VENV) $(BASELINE_VENV) build dist *.egg-info .pytest_cache .ruff_cache

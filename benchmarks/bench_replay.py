@@ -7,9 +7,9 @@ matching); the measurement covers the whole ``with`` block: opening the trace la
 canonicalizing and fingerprinting every request, one OpenTelemetry span per call,
 matching, reading each served event's response back from the file, reviving it.
 
-Target: the whole run in at most 0.4 s. Floor printed beside it: reading the file and
-``json.loads`` of every line (the least any full replay must do); also one bare
-OpenTelemetry span per call, for scale.
+Target: the whole run within 2.0x its floor, reading the file and ``json.loads`` of
+every line (the least any full replay must do), measured in the same run; also one
+bare OpenTelemetry span per call, for scale.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import _workload as w
 
 import rewind
 
-TARGET_S = 0.4
+TARGET_RATIO = 2.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,9 +59,9 @@ def main(argv: list[str] | None = None) -> int:
             "s",
             floor=parse_s,
             floor_name="read + json.loads every line",
-            target=TARGET_S,
+            target=TARGET_RATIO,
             goal="max",
-            note=f"{replay_s / parse_s:.1f}x the floor",
+            target_on="ratio",
         )
     )
     report.add(c.Result("replay", "per replayed call", replay_s / args.calls * 1e6, "us"))

@@ -6,15 +6,21 @@ On the 5,000-event, ~22 MB trace of the standard long run (recorded first, throu
 the decorator). ``Trace.open`` is what replay, fork and the CLI use: it keeps a small
 skeleton per event and reads bodies on demand. ``Trace.load`` parses every body.
 
-Targets: ``Trace.open`` within 1.5x of just reading the file and splitting its lines.
-``Trace.load`` is reported against the raw floor (reading the file and ``json.loads``
-of every line). The memory an open trace keeps per event is reported too.
+Targets: ``Trace.open`` within 1.2x of just reading the file and splitting its lines;
+``Trace.load`` within 1.5x of the raw floor (reading the file and ``json.loads`` of
+every line). The memory an open trace keeps per event is reported too, and how it
+scales (``--scaling``, default 10k, 100k and 1M steps of small tool calls, each opened
+in a fresh process: resident memory after ``Trace.open`` minus before, per event). It
+must not grow faster than linearly: bytes per event at the largest size may exceed
+those at the smallest by at most 25%.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import subprocess
+import sys
 import tempfile
 import time
 import tracemalloc
@@ -25,7 +31,10 @@ import _workload as w
 
 from rewind.trace import Trace
 
-OPEN_TARGET = 1.5
+OPEN_TARGET = 1.2
+LOAD_TARGET = 1.5
+#: Bytes per event at the largest size over bytes per event at the smallest.
+SCALING_TARGET = 1.25
 
 
 def timed(fn: object, path: Path) -> c.Callable[[], float]:
@@ -43,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=w.CALLS)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument(
+        "--scaling", default="10000,100000,1000000", help="step counts for the memory scaling check ('' skips it)"
+    )
     args = parser.parse_args(argv)
 
     report = c.Reporter("trace_io", f"Trace.open / Trace.load of a {args.calls:,}-event trace")
@@ -81,11 +93,86 @@ def main(argv: list[str] | None = None) -> int:
             "s",
             floor=parse_s,
             floor_name="read + json.loads every line",
-            note=f"{load_s / parse_s:.2f}x the floor",
+            target=LOAD_TARGET,
+            goal="max",
+            target_on="ratio",
         )
     )
     report.add(c.Result("trace_io", "memory an open trace keeps per event", held / events, "B"))
+    if args.scaling:
+        scaling(report, [int(n) for n in args.scaling.split(",")])
     return report.exit_code()
+
+
+def write_small_trace(path: Path, steps: int) -> None:
+    """``steps`` small tool calls in the writer's own layout (Event.to_line), written in bulk."""
+    import json
+
+    from rewind.canonical import request_text, text_fingerprint
+    from rewind.trace import Event, new_header
+
+    with open(path, "wb", buffering=1 << 20) as fh:
+        fh.write(json.dumps(new_header(), separators=(",", ":")).encode() + b"\n")
+        for seq in range(steps):
+            request = {"query": f"weather in city {seq % 997}", "units": "metric"}
+            text = request_text(request)
+            assert text is not None
+            event = Event(
+                seq, "tool", "search", text_fingerprint(text), None, {"temp": seq % 40, "sky": "clear"},
+                ts=1_700_000_000.0 + seq, duration_ms=1.5, request_text=text,
+            )
+            fh.write(event.to_line() + b"\n")
+
+
+_MEASURE_OPEN = """
+import gc, sys
+def rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+from rewind.trace import Trace
+gc.collect(); before = rss()
+trace = Trace.open(sys.argv[1])
+gc.collect(); print(rss() - before, len(trace))
+"""
+
+
+def scaling(report: c.Reporter, sizes: list[int]) -> None:
+    per_event: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="rewind-bench-") as tmp:
+        for steps in sizes:
+            path = Path(tmp) / f"small-{steps}.rewind"
+            write_small_trace(path, steps)
+            out = subprocess.run(
+                [sys.executable, "-c", _MEASURE_OPEN, str(path)], capture_output=True, text=True, check=True
+            )
+            held, events = (int(x) for x in out.stdout.split())
+            assert events == steps
+            per_event.append(held / steps)
+            report.add(
+                c.Result(
+                    "trace_io",
+                    f"open trace, {steps:,} steps: RSS per event",
+                    held / steps,
+                    "B",
+                    note=f"{c.fmt(path.stat().st_size, 'B')} file, {c.fmt(held, 'B')} resident",
+                )
+            )
+            path.unlink()
+    report.add(
+        c.Result(
+            "trace_io",
+            f"bytes/event at {sizes[-1]:,} over {sizes[0]:,} steps",
+            per_event[-1],
+            "B",
+            floor=per_event[0],
+            floor_name=f"bytes/event at {sizes[0]:,} steps",
+            floor_label="reference",
+            target=SCALING_TARGET,
+            goal="max",
+            target_on="ratio",
+        )
+    )
 
 
 if __name__ == "__main__":
