@@ -102,3 +102,40 @@ def test_streamify_streams_the_answer_of_an_async_program(battery: Any, tools: A
     assert [(e.kind, e.name) for e in steps] == [("llm", "litellm.completion")] * 3
     # Only the predictor a listener watches (ReAct's final extract step) is streamed.
     assert [bool(e.request.get("stream")) for e in steps] == [False, False, True]
+
+
+def test_batch_on_dspy_threads_needs_patch_thread_pool(battery: Any, tools: Any) -> None:
+    """``Module.batch(..., num_threads=3)`` runs on DSPy's own ThreadPoolExecutor.
+
+    Its workers start with an empty context, outside the recording session: without
+    ``rewind.patch_thread_pool()`` rewind flags every call (``ThreadlessCallWarning``, an
+    error under this suite's filterwarnings), and DSPy reports the failed examples. With it,
+    the three calls record, and replay under ``match="parallel"`` in whatever order the
+    threads ask.
+    """
+    import dspy
+
+    import rewind
+
+    questions = ("Oslo?", "Lima?", "Pune?")
+    battery.stub.add_script(*[_turn(answer="Sunny.")] * len(questions))
+
+    def agent() -> list[str]:
+        dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
+        lm = dspy.LM("openai/gpt-4o-mini", api_base=battery.stub.openai_base_url, cache=False, num_retries=0)
+        predict = dspy.Predict("question -> answer")
+        examples = [dspy.Example(question=q).with_inputs("question") for q in questions]
+        with dspy.context(lm=lm):
+            results = predict.batch(examples, num_threads=3, disable_progress_bar=True, max_errors=0)
+        return [str(r.answer) for r in results]
+
+    unpatch = rewind.patch_thread_pool()
+    try:
+        answers = battery.run(agent, providers=("litellm", "openai"), match="parallel")
+    finally:
+        unpatch()
+    assert answers == ["Sunny."] * 3
+    steps = battery.steps
+    assert [e.name for e in steps] == ["litellm.completion"] * 3
+    asked = sorted(m["content"] for e in steps for m in e.request["messages"] if m["role"] == "user")
+    assert [q for q in questions if any(q in text for text in asked)] == list(questions)
