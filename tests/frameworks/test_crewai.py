@@ -85,3 +85,38 @@ def test_crew_kickoff_streams(battery: Any, tools: Any) -> None:
     steps = battery.steps
     assert [e.name for e in steps] == ["openai.chat.completions.create"] * 2
     assert all(e.request.get("stream") for e in steps)
+
+
+def test_crew_akickoff_and_async_task_execution(battery: Any, tools: Any) -> None:
+    """``await crew.kickoff_async()`` with ``Task(async_execution=True)``: CrewAI's own threads and tasks."""
+    import asyncio
+
+    from crewai import LLM, Agent, Crew, Task
+    from crewai.tools import tool
+
+    @tool("get_weather")
+    def get_weather(city: str) -> str:
+        """The current weather in a city."""
+        tools("get_weather", city)
+        return f"Cloudy and 18C in {city}"
+
+    async def main() -> list[str]:
+        llm = LLM(model="gpt-4o-mini", base_url=battery.stub.openai_base_url, max_retries=0)
+        forecaster = Agent(role="Forecaster", goal="Report weather", backstory="Terse.", tools=[get_weather], llm=llm)
+        writer = Agent(role="Writer", goal="Summarise", backstory="Brief.", llm=llm)
+        lookup = Task(
+            description="What is the weather in city=Basel today? Use get_weather.",
+            expected_output="The weather.",
+            agent=forecaster,
+            async_execution=True,
+        )
+        summary = Task(
+            description="Summarise the forecast.", expected_output="One line.", agent=writer, context=[lookup]
+        )
+        output = await Crew(agents=[forecaster, writer], tasks=[lookup, summary]).kickoff_async()
+        return [str(t.raw) for t in output.tasks_output]
+
+    outputs = battery.run(lambda: asyncio.run(main()))
+    assert battery.live_tools == tools.names() == ["get_weather"]
+    assert outputs[0] == "Based on the tool result: Cloudy and 18C in Basel"
+    assert [e.name for e in battery.steps] == ["openai.chat.completions.create"] * 3
