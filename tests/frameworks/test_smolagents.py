@@ -109,3 +109,24 @@ def test_tool_calling_agent_streams_outputs(battery: Any, tools: Any, model_clas
     assert "ChatMessageStreamDelta" in kinds and kinds[-1] == "FinalAnswerStep"
     steps = battery.steps
     assert len(steps) == 2 and all(e.request.get("stream") for e in steps)
+
+
+def test_code_agent_runs_the_models_code(battery: Any, tools: Any) -> None:
+    """CodeAgent: the model writes Python that calls the tool; smolagents' local executor runs it."""
+    from smolagents import CodeAgent, OpenAIServerModel
+
+    get_weather = _weather_tool(tools)
+    battery.stub.add_script(
+        "Thought: I will call the tool and answer with what it says.\n"
+        "<code>\nreport = get_weather(city='Bergen')\nfinal_answer(report.upper())\n</code>"
+    )
+
+    def agent() -> str:
+        model = OpenAIServerModel(model_id="gpt-4o-mini", api_base=battery.stub.openai_base_url, api_key="sk-battery")
+        runner = CodeAgent(tools=[get_weather], model=model, max_steps=3, verbosity_level=0)
+        return str(runner.run("What is the weather in Bergen?"))
+
+    answer = battery.run(agent)
+    assert battery.live_tools == tools.names() == ["get_weather"]
+    assert answer == "FOGGY AND 12C IN BERGEN"
+    assert [(e.kind, e.name) for e in battery.steps] == [("llm", "openai.chat.completions.create")]
