@@ -194,11 +194,18 @@ def test_an_imported_step_that_differs_diverges_with_the_difference_named(
     stub.stop()
     with pytest.raises(rewind.DivergenceError) as caught, rewind.replay(imported):
         openai_client.chat.completions.create(
-            model=MODEL, messages=[{"role": "user", "content": "what is the weather in Rome"}], tools=TOOLS
+            model=MODEL,
+            messages=[
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": "what is the weather in Rome"},
+            ],
+            tools=TOOLS,
         )
     message = str(caught.value)
-    assert "diverged at step 0" in message
-    assert "compared on what telemetry carries" in message and "messages" in message
+    assert "diverged at step 0: prompt/content drift" in message
+    assert "compared on what telemetry carries" in message
+    # The diff is of what was compared: the changed message, not the SDK's own fields.
+    assert "changed at: messages[1].parts[0].content" in message and "Rome" in message
 
 
 # -- attribute limits: truncation detected, never served ------------------------------------

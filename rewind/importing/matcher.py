@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..divergence import divergence, later_than
+from ..divergence import CONTENT, TOOLS, divergence, later_than
 from ..errors import DivergenceError
 from ..matching import IncomingCall
 from ..trace import Event, Trace
@@ -60,9 +60,15 @@ class TelemetryMatcher:
             return expected
         note = (
             f"imported from {imported.get('layout')} telemetry (span {imported.get('span_id')}): compared on what "
-            f"telemetry carries, the first difference is at {difference}"
+            f"telemetry carries (the diff below), the first difference is at {difference}"
         )
-        raise divergence(trace, cursor, call, expected, unserved=later_than(cursor), note=note)
+        # Diff the views that were compared, not the raw requests: an imported request never
+        # has the SDK's transport fields and defaults, and listing those would hide the change.
+        view = IncomingCall(call.kind, call.name, call.fingerprint, incoming_view, incoming_view)
+        reason = TOOLS if difference.startswith("tools") else CONTENT
+        raise divergence(
+            trace, cursor, view, expected.copy(request=recorded_view), reason, unserved=later_than(cursor), note=note
+        )
 
     def __repr__(self) -> str:
         return "TelemetryMatcher()"
