@@ -14,15 +14,15 @@ HTTP client error replays with the same one. What is provider-specific is the ``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from rewind._http_error import ReplayedHTTPResponse, Unrecorded, keep_headers
+from rewind._http_error import ReplayedHTTPResponse, Unrecorded, bounded_response, keep_headers
 from rewind.canonical import to_jsonable
 from rewind.errors import ReplayedError
 from rewind.replayed_error import decode_error, encode_error
 
-__all__ = ["ReplayedHTTPResponse", "Unrecorded", "error_record", "keep_headers", "revive_error"]
+__all__ = ["ReplayedHTTPResponse", "Unrecorded", "add_response", "error_record", "keep_headers", "revive_error"]
 
 
 def error_record(exc: BaseException) -> dict[str, Any]:
@@ -35,6 +35,22 @@ def error_record(exc: BaseException) -> dict[str, Any]:
     if body is not None:
         record["body"] = to_jsonable(body, where="error.body")
     return record
+
+
+def add_response(record: dict[str, Any], status: Any, headers: Any, text: Callable[[], Any]) -> None:
+    """Give ``record`` the bounded response an error keeps as its own fields, not as ``e.response``.
+
+    Fern, Speakeasy and google-genai errors carry the status, headers and body beside
+    (or instead of) an HTTP response ``encode_error`` can read; a record that already has
+    one keeps it. ``text`` is called only when needed (a streamed body may never be read).
+    """
+    if "response" in record or not isinstance(status, int) or isinstance(status, bool):
+        return
+    try:
+        body = text()
+    except Exception:  # a streamed body that was never read
+        body = ""
+    record["response"] = bounded_response(status, headers, body)
 
 
 def revive_error(record: Mapping[str, Any], step: int, *, httpx: Any = None) -> ReplayedError:

@@ -41,10 +41,10 @@ from rewind.canonical import to_jsonable
 from rewind.errors import PatchGapWarning
 from rewind.session import current_session
 
-from ._errors import error_record, revive_error
+from ._errors import add_response, error_record, revive_error
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import ASYNC_GENERATORS, GENERATORS, Kit
-from ._stainless import dump_model, keep_headers, resolve
+from ._stainless import dump_model, resolve
 from ._surface import (
     BindingFields,
     NativeProvider,
@@ -311,13 +311,13 @@ class CohereProvider(NativeProvider):
             # A typed error body (TooManyRequestsErrorBody …): revived as that model if loaded.
             record["body"] = dump_fern(body)
             record["body_type"] = f"{type(body).__module__}:{type(body).__qualname__}"
-        status = getattr(exc, "status_code", None)
-        if "response" not in record and isinstance(status, int):
-            # ApiError keeps the status, headers and parsed body, not the HTTP response.
-            body = getattr(exc, "body", None)
-            text = body if isinstance(body, str) else json.dumps(record.get("body"))
-            record["response"] = {"status_code": status, "headers": keep_headers(getattr(exc, "headers", None))}
-            record["response"]["text"] = text
+        # ApiError keeps the status, headers and parsed body, not the HTTP response.
+        add_response(
+            record,
+            getattr(exc, "status_code", None),
+            getattr(exc, "headers", None),
+            lambda: body if isinstance(body, str) else json.dumps(record.get("body")),
+        )
         return record
 
     def revive_error(self, record: Mapping[str, Any], step: int) -> BaseException:

@@ -33,7 +33,7 @@ from typing import Any
 from rewind._http_error import is_secret_header
 from rewind.canonical import to_jsonable
 
-from ._errors import error_record, keep_headers, revive_error
+from ._errors import add_response, error_record, revive_error
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import ASYNC_GENERATORS, GENERATORS, Kit
 from ._surface import BindingFields, NativeProvider, Surface, parameter_attributes, schema_of, url_server_attributes
@@ -222,18 +222,12 @@ class GeminiProvider(NativeProvider):
     # -- errors ---------------------------------------------------------------------
     def error_record(self, exc: Exception) -> dict[str, Any]:
         record = error_record(exc)
-        code = getattr(exc, "code", None)
         details = getattr(exc, "details", None)
         if details is not None:
             record["details"] = to_jsonable(details)
-        if "response" not in record and isinstance(code, int):
-            # aiohttp responses (async clients) have no status_code/text: the error's own fields tell it.
-            response = getattr(exc, "response", None)
-            record["response"] = {
-                "status_code": code,
-                "headers": keep_headers(getattr(response, "headers", None)),
-                "text": json.dumps(record.get("details")),
-            }
+        # aiohttp responses (async clients) have no status_code/text: the error's own fields tell it.
+        headers = getattr(getattr(exc, "response", None), "headers", None)
+        add_response(record, getattr(exc, "code", None), headers, lambda: json.dumps(record.get("details")))
         return record
 
     def revive_error(self, record: Mapping[str, Any], step: int) -> BaseException:

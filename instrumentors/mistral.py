@@ -30,10 +30,9 @@ from typing import Any
 from rewind.canonical import to_jsonable
 from rewind.errors import PatchGapWarning
 
-from ._errors import ReplayedHTTPResponse, error_record, revive_error
+from ._errors import ReplayedHTTPResponse, add_response, error_record, revive_error
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import ASYNC_GENERATORS, GENERATORS, Kit, httpx_response
-from ._stainless import keep_headers
 from ._surface import BindingFields, NativeProvider, Surface, parameter_attributes, url_server_attributes, warn_once
 
 #: Where each SDK layout keeps its generated core, newest first.
@@ -242,17 +241,7 @@ class MistralProvider(NativeProvider):
     def error_record(self, exc: Exception) -> dict[str, Any]:
         record = error_record(exc)
         raw = getattr(exc, "raw_response", None)
-        status = getattr(raw, "status_code", None)
-        if "response" not in record and isinstance(status, int):
-            try:
-                text = raw.text  # type: ignore[union-attr]
-            except Exception:  # a streamed body that was never read
-                text = ""
-            record["response"] = {
-                "status_code": status,
-                "headers": keep_headers(getattr(raw, "headers", None)),
-                "text": text if isinstance(text, str) else "",
-            }
+        add_response(record, getattr(raw, "status_code", None), getattr(raw, "headers", None), lambda: raw.text)  # type: ignore[union-attr]
         data = getattr(exc, "data", None)
         if data is not None and hasattr(data, "model_dump"):
             # HTTPValidationError (422) carries the parsed body as a model.

@@ -89,6 +89,11 @@ def response_record(exc: BaseException) -> dict[str, Any] | None:
         headers = getattr(response, "headers", None)
     except Exception:
         headers = None
+    return bounded_response(status, headers, text)
+
+
+def bounded_response(status: int, headers: Any, text: Any) -> dict[str, Any]:
+    """What a trace keeps of an HTTP response: status, headers minus credentials, text."""
     return {"status_code": status, "headers": keep_headers(headers), "text": text if isinstance(text, str) else ""}
 
 
