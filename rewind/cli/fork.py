@@ -28,7 +28,7 @@ def _same_path(a: str, b: str) -> bool:
     "edit_path",
     metavar="FILE",
     help="Serve STEP with this JSON instead of its recorded outcome: a new response, "
-    '{"error": {...}}, or a whole step as `rewind show --json` prints it.',
+    '{"error": {...}}, or a whole step (a line of the trace).',
 )
 @click.option(
     "--then",

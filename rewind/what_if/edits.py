@@ -5,7 +5,7 @@ An edit is given as
 * JSON data: the step's new **response** (what the SDK or function returned), e.g. a
   chat completion whose message calls another tool;
 * a step-shaped object: ``{"response": ...}`` or ``{"error": {...}}`` (optionally with a
-  ``"stream"`` record), or a whole step as ``rewind show --json`` prints it (``seq`` and
+  ``"stream"`` record), or a whole step, e.g. a line of the trace (``seq`` and
   ``kind`` present): its ``response``/``error``/``stream`` are taken;
 * a callable ``edit(event) -> value`` given the recorded ``Event``, returning any of the
   above (handy to change one field of a big response).
