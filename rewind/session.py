@@ -160,13 +160,13 @@ class Session:
             raise RewindError("a rewind session can be entered only once; call record()/replay() again")
         self._entered = True
         self._open()
-        if self._network == "block":
-            # Installed with the session and removed with it (see rewind.network_guard).
-            self._network_hold = network_guard.block(self.path, self._allow_hosts)
-            self.network_blocked = self._network_hold.blocked
         self._run_span = RunSpan.open(self.mode, self.path)  # one run, one trace in a backend
         self._token = _ACTIVE.set(self)
         _OPEN.add(self)
+        if self._network == "block":
+            # Last, so nothing after it can fail and leave it installed; removed in __exit__.
+            self._network_hold = network_guard.block(self.path, self._allow_hosts)
+            self.network_blocked = self._network_hold.blocked
         return self
 
     def __exit__(

@@ -123,7 +123,13 @@ def classify(mutation: Mutation, run: _ChildRun, reference: _ChildRun, timeout: 
 @click.command("mutate", context_settings=CHILD_CONTEXT)
 @click.argument("trace_path", metavar="TRACE")
 @click.option(
-    "-f", "--fault", "faults", multiple=True, type=click.Choice(tuple(FAULTS)), help="Only this fault (repeatable)."
+    "-f",
+    "--fault",
+    "faults",
+    multiple=True,
+    type=click.Choice(tuple(FAULTS)),
+    metavar="FAULT",
+    help=f"Only this fault (repeatable): {', '.join(FAULTS)}.",
 )
 @click.option(
     "-s",
@@ -185,7 +191,7 @@ def command(
     as_json: bool,
     command: tuple[str, ...],
 ) -> None:
-    """Replay TRACE under CMD once per fault, each injected at one step, and report what CMD did.
+    """Run CMD in replays of TRACE, one fault injected at one step each; report what CMD did.
 
     Faults arrive as the SDK's own exceptions and objects (openai.RateLimitError
     with retry-after, anthropic.OverloadedError, a stream cut mid-way, a tool that
