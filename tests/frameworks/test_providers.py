@@ -574,3 +574,52 @@ def test_bedrock_invoke_model_through_langchain_aws_chat_bedrock(
     assert messages[-1] == ANSWER
     name = "bedrock.invoke_model_with_response_stream" if streaming else "bedrock.invoke_model"
     assert [e.name for e in battery.steps] == [name] * 2
+
+
+def test_gemini_streamed_manual_function_calling(battery: Any, tools: Any) -> None:
+    """``generate_content_stream`` with function declarations: the caller runs the tool and sends it back."""
+    pytest.importorskip("google.genai")
+    from google import genai
+    from google.genai import types
+
+    run_tool = {"get_weather": _get_weather(tools)}
+    declaration = types.FunctionDeclaration(
+        name="get_weather", description="The current weather in a city.", parameters_json_schema=WEATHER_SCHEMA
+    )
+    config = types.GenerateContentConfig(tools=[types.Tool(function_declarations=[declaration])])
+
+    def agent() -> list[str]:
+        client = genai.Client(http_options={"base_url": battery.stub.gemini_base_url})
+        contents: list[Any] = [types.Content(role="user", parts=[types.Part(text=QUESTION)])]
+        seen: list[str] = []
+        while True:
+            text: list[str] = []
+            calls: list[Any] = []
+            parts: list[Any] = []
+            for chunk in client.models.generate_content_stream(
+                model="gemini-2.5-flash", contents=contents, config=config
+            ):
+                for part in chunk.candidates[0].content.parts or []:
+                    parts.append(part)
+                    if part.function_call:
+                        calls.append(part.function_call)
+                    elif part.text:
+                        text.append(part.text)
+            if not calls:
+                return [*seen, "".join(text)]
+            contents.append(types.Content(role="model", parts=parts))
+            for call in calls:
+                result = run_tool[call.name](**call.args)
+                seen.append(f"{call.name} -> {result}")
+                contents.append(
+                    types.Content(
+                        role="user",
+                        parts=[types.Part.from_function_response(name=call.name, response={"result": result})],
+                    )
+                )
+
+    seen = battery.run(agent, providers=("gemini",))
+    assert battery.live_tools == tools.names() == ["get_weather"]
+    assert seen[0] == "get_weather -> Dry and 35C in Cairo"
+    assert seen[1] == ANSWER
+    assert [e.name for e in battery.steps] == ["gemini.models.generate_content_stream"] * 2
