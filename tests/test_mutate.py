@@ -240,3 +240,23 @@ def test_resilience_cases_and_assert_resilient(golden: Path) -> None:
     assert survived.outcome == "same"
     with pytest.raises(pytest.fail.Exception, match=r"with server_error injected at step 0 .* crashed"):
         assert_resilient(cases[1].values[0], agent)
+
+
+@pytest.mark.parametrize("sdk", ["groq", "together", "fireworks"])
+def test_rate_limits_of_other_generated_sdks_are_their_own_classes(sdk: str, tmp_path: Path) -> None:
+    module = pytest.importorskip(sdk)
+    cls = {"groq": "Groq", "together": "Together", "fireworks": "Fireworks"}[sdk]
+    undo = getattr(rewind, f"patch_{sdk}")()
+    try:
+        request = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        path = tmp_path / f"{sdk}.rewind"
+        with StubServer() as server, rewind.record(path):
+            getattr(module, cls)(base_url=server.url, api_key="stub", max_retries=0).chat.completions.create(**request)
+        offline = getattr(module, cls)(base_url="http://127.0.0.1:9", api_key="stub", max_retries=0)
+        (mutation,) = plan(path, faults=["rate_limit"])
+        with mutation.session(), pytest.raises(module.RateLimitError) as caught:
+            offline.chat.completions.create(**request)
+        assert caught.value.status_code == 429
+        assert caught.value.response.headers["retry-after"] == "1"
+    finally:
+        undo()
