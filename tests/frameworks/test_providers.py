@@ -201,7 +201,7 @@ def test_gemini_automatic_function_calling(battery: Any, tools: Any) -> None:
     assert battery.live_tools == tools.names() == ["get_weather"]
     assert history == ["get_weather"]
     assert answer == ANSWER, answer
-    assert [e.kind for e in battery.steps] == ["llm", "llm"]
+    assert [e.name for e in battery.steps] == ["gemini.models.generate_content"] * 2
 
 
 def test_bedrock_converse_through_langchain_aws(battery: Any, tools: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -232,7 +232,7 @@ def test_bedrock_converse_through_langchain_aws(battery: Any, tools: Any, monkey
     messages = battery.run(agent, providers=("bedrock",))
     assert battery.live_tools == tools.names() == ["get_weather"]
     assert messages[-1] == ANSWER, messages[-1]
-    assert [e.kind for e in battery.steps] == ["llm", "llm"]
+    assert [e.name for e in battery.steps] == ["bedrock.converse"] * 2
 
 
 def test_xai_grpc_agent_loop(tmp_path: Any, tools: Any) -> None:
@@ -479,7 +479,7 @@ def test_gemini_async_chat_with_automatic_function_calling(battery: Any, tools: 
     assert battery.live_tools == tools.names() == ["get_weather"]
     assert seen[0] == ANSWER
     assert seen[1:] == ["user", "model", "user", "model"]
-    assert [e.kind for e in battery.steps] == ["llm", "llm"]
+    assert [e.name for e in battery.steps] == ["gemini.models.generate_content"] * 2
 
 
 def test_bedrock_converse_stream_through_langchain_aws(
