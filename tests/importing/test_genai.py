@@ -88,3 +88,20 @@ def test_anthropic_messages_with_tools_and_the_stream_helper(
     assert first.request["system"] == "be brief" and first.request["max_tokens"] == 200
     assert first.response["content"][0]["type"] == "tool_use" and first.response["stop_reason"] == "tool_use"
     assert replay_answer(out, stub, provider="anthropic") == answer
+
+
+def test_an_attribute_length_limit_is_caught_and_never_served(
+    tmp_path: Path, stub: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
+    monkeypatch.setenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "150")  # read by the TracerProvider the run uses
+    source, _ = record_spans(tmp_path, stub, _openai)
+    out = tmp_path / "run.rewind"
+    report = rewind.import_telemetry(source, out)
+    assert not report.replayable
+    problems = [p for s in report.steps for p in s.problems if p.code == "content_truncated"]
+    assert problems and any("cut off after 150 characters" in p.detail for p in problems)
+    checked = CliRunner().invoke(cli, ["check", str(out), "--json"])
+    assert checked.exit_code == 1
+    with pytest.raises(rewind.DivergenceError, match="content_truncated"):
+        replay_answer(out, stub)

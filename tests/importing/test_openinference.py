@@ -67,3 +67,16 @@ def test_an_attribute_count_limit_is_reported(
     report = rewind.import_telemetry(source, tmp_path / "run.rewind")
     assert not report.replayable
     assert "attributes_dropped" in {p.code for s in report.steps for p in s.problems}
+
+
+def test_a_cut_input_value_marks_every_value_cut_at_that_length(
+    tmp_path: Path, stub: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "24")
+    source, _ = record_spans(tmp_path, stub, _instrument)
+    report = rewind.import_telemetry(source, tmp_path / "run.rewind")
+    assert not any(s.replayable for s in report.steps)
+    details = " ".join(p.detail for s in report.steps for p in s.problems)
+    assert "input.value is cut off after 24 characters" in details
+    # Plain text has no end marker: "what is the weather in Paris" (28) was cut to 24 too.
+    assert "llm.input_messages.1.message.content" in details
