@@ -336,6 +336,13 @@ def _finish(session: Session, status_file: str | None = None) -> None:
     else:
         for warning in caught:
             sys.stderr.write(f"{dialect.translate(str(warning.message))}\n")
+    blocked = list(getattr(session, "network_blocked", []))
+    if blocked and not failure and getattr(sys, "last_value", None) is not blocked[0]:
+        # The program caught the NetworkBlockedError and went on: it still tried.
+        failure = (
+            f"{blocked[0]} The program caught the error and went on ({len(blocked)} connection(s) refused); "
+            "a replay with the network blocked must not try to reach it."
+        )
     if failure:
         failure = dialect.translate(failure)
     status["served"] = session.cursor

@@ -235,3 +235,30 @@ def test_the_pytest_plugin_blocks_the_network_by_default(pytester: pytest.Pytest
     assert f"NetworkBlockedError: rewind: network blocked: a connection to {FAR}:80 was attempted by reach_out" in text
     assert "The code caught this error and the test went on to pass" in text
     assert not network_guard.active()
+
+
+def test_cli_replay_fails_when_the_program_swallowed_a_blocked_connection(golden: Path, tmp_path: Path) -> None:
+    program = tmp_path / "agent.py"
+    program.write_text(
+        textwrap.dedent(
+            f"""
+            import urllib.request, what_if_agent as a
+            print(a.run_agent(a.client("{UNUSED}"))["answer"])
+            try:
+                urllib.request.urlopen("http://{FAR}/", timeout=5)
+            except Exception:
+                pass
+            """
+        ),
+        encoding="utf-8",
+    )
+    rewind_cli = Path(sys.executable).with_name("rewind")
+    env = {"PATH": str(Path(sys.executable).parent), "PYTHONPATH": str(Path(__file__).parent)}
+    result = subprocess.run(
+        [str(rewind_cli), "replay", golden, "--network", "block", "--", sys.executable, program],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    assert f"a connection to {FAR}:80 was attempted by <module>" in result.stderr
+    assert "The program caught the error and went on (1 connection(s) refused)" in result.stderr
