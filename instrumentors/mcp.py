@@ -38,6 +38,7 @@ from rewind.replayed_error import decode_error
 from ._errors import error_record
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import Kit
+from ._mcp_transport import transport_hook
 from ._streams import NESTED
 from ._surface import Provider, Surface
 
@@ -46,6 +47,23 @@ _TYPES = "mcp.types"
 #: Call parameters that shape the request the server receives (mcp 2.x input rounds).
 _ROUND_KEYS = ("input_responses", "request_state")
 _KINDS = {"execute_tool": "tool", "retrieval": "memory"}
+#: Call parameters that configure the client, not the request (never identity).
+_TRANSPORT_KEYS = frozenset({"meta", "read_timeout_seconds", "progress_callback", "allow_input_required", "cache_mode"})
+_TRANSPORT = "transport"
+#: (module, function) of every client transport, re-exports before the defining modules.
+_TRANSPORTS = (
+    ("mcp", "stdio_client"),
+    ("mcp.client.client", "stdio_client"),  # mcp 2.x Client(StdioServerParameters | url)
+    ("mcp.client.client", "streamable_http_client"),
+    ("mcp.client.session_group", "sse_client"),
+    ("mcp.client.session_group", "streamable_http_client"),
+    ("mcp.client.session_group", "streamablehttp_client"),
+    ("mcp.client.stdio", "stdio_client"),
+    ("mcp.client.streamable_http", "streamable_http_client"),  # 2.x and late 1.x
+    ("mcp.client.streamable_http", "streamablehttp_client"),  # 1.x
+    ("mcp.client.sse", "sse_client"),
+    ("mcp.client.websocket", "websocket_client"),
+)
 
 
 class MCPProvider(Provider):
@@ -58,17 +76,80 @@ class MCPProvider(Provider):
         return Kit()  # pydantic types (model_validate); no streams, no HTTP wrappers
 
     def surfaces(self) -> Sequence[Surface]:
-        def row(method: str, name: str, operation: str, path: str, result: str) -> Surface:
-            return Surface(_SESSION, method, name, operation, path, f"{_TYPES}:{result}", is_async=True, provider=self)
+        def row(method: str, name: str, operation: str, path: str, result: str, *, required: bool = True) -> Surface:
+            return Surface(
+                _SESSION,
+                method,
+                name,
+                operation,
+                path,
+                f"{_TYPES}:{result}" if result else "",
+                is_async=True,
+                required=required,
+                provider=self,
+            )
+
+        def transport(owner: str, function: str) -> Surface:
+            return Surface(owner, function, "mcp.transport", _TRANSPORT, "", "", required=False, provider=self)
 
         return [
             row("call_tool", "mcp.call_tool", "execute_tool", "tools/call", "CallToolResult"),
             row("list_tools", "mcp.list_tools", "execute_tool", "tools/list", "ListToolsResult"),
             row("read_resource", "mcp.read_resource", "retrieval", "resources/read", "ReadResourceResult"),
+            # The handshake, and every other request a ClientSession sends: steps too, so a
+            # replay sends nothing at all (absent methods of older releases are skipped).
+            row("initialize", "mcp.initialize", "execute_tool", "initialize", "InitializeResult", required=False),
+            row("send_discover", "mcp.discover", "execute_tool", "server/discover", "", required=False),
+            row("send_ping", "mcp.ping", "execute_tool", "ping", "EmptyResult", required=False),
+            row(
+                "set_logging_level",
+                "mcp.set_logging_level",
+                "execute_tool",
+                "logging/setLevel",
+                "EmptyResult",
+                required=False,
+            ),
+            row("complete", "mcp.complete", "execute_tool", "completion/complete", "CompleteResult", required=False),
+            row(
+                "subscribe_resource",
+                "mcp.subscribe_resource",
+                "execute_tool",
+                "resources/subscribe",
+                "EmptyResult",
+                required=False,
+            ),
+            row(
+                "unsubscribe_resource",
+                "mcp.unsubscribe_resource",
+                "execute_tool",
+                "resources/unsubscribe",
+                "EmptyResult",
+                required=False,
+            ),
+            row("list_prompts", "mcp.list_prompts", "retrieval", "prompts/list", "ListPromptsResult", required=False),
+            row("get_prompt", "mcp.get_prompt", "retrieval", "prompts/get", "GetPromptResult", required=False),
+            row(
+                "list_resources",
+                "mcp.list_resources",
+                "retrieval",
+                "resources/list",
+                "ListResourcesResult",
+                required=False,
+            ),
+            row(
+                "list_resource_templates",
+                "mcp.list_resource_templates",
+                "retrieval",
+                "resources/templates/list",
+                "ListResourceTemplatesResult",
+                required=False,
+            ),
+            # Transports: re-exports first, so each holds the SDK's own function when wrapped.
+            *(transport(owner, function) for owner, function in _TRANSPORTS),
         ]
 
     def hook(self, surface: Surface) -> Callable[..., Any]:
-        return _hook(surface)
+        return transport_hook() if surface.operation == _TRANSPORT else _hook(surface)
 
     # -- identity and telemetry ---------------------------------------------------------
     def step(self, surface: Surface, arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any], str, dict[str, Any]]:
@@ -81,20 +162,22 @@ class MCPProvider(Provider):
             request = {"name": tool, "arguments": dict(args) if isinstance(args, Mapping) else {}}
             name, span = tool, f"execute_tool {tool}"
             attrs["gen_ai.tool.type"] = "extension"
-        elif surface.method == "list_tools":
-            params = arguments.get("params")
-            cursor = arguments.get("cursor") or getattr(params, "cursor", None)
-            if cursor is not None:
-                request["cursor"] = cursor
-            name, span = surface.name, surface.path
-        else:
+            for key in _ROUND_KEYS:
+                if arguments.get(key) is not None:
+                    request[key] = arguments[key]
+        elif surface.method == "read_resource":
             uri = str(arguments.get("uri"))
             request["uri"] = uri
             attrs["mcp.resource.uri"] = uri
             name, span = surface.name, f"{surface.path} {uri}"
-        for key in _ROUND_KEYS:
-            if arguments.get(key) is not None:
-                request[key] = arguments[key]
+            for key in _ROUND_KEYS:
+                if arguments.get(key) is not None:
+                    request[key] = arguments[key]
+        else:
+            request = _request(arguments)
+            name, span = surface.name, surface.path
+            if "uri" in request:
+                attrs["mcp.resource.uri"] = request["uri"]
         return name, request, span, attrs
 
     def response_attributes(self, surface: Surface, data: Any) -> dict[str, Any]:
@@ -104,6 +187,8 @@ class MCPProvider(Provider):
 
     # -- recording and revival ------------------------------------------------------------
     def dump(self, surface: Surface, result: Any) -> Any:
+        if isinstance(result, dict):  # send_discover's raw result
+            return result
         dump = getattr(result, "model_dump", None)
         if callable(dump):
             return dump(mode="json", by_alias=True, exclude_unset=True)
@@ -113,10 +198,12 @@ class MCPProvider(Provider):
         """The type name to record when a call returned something other than its usual type
         (mcp 2.x ``InputRequiredResult`` or a claimed extension result)."""
         name = type(result).__name__
-        return None if surface.result.endswith(f":{name}") else name
+        return None if not surface.result or surface.result.endswith(f":{name}") else name
 
     def revive_as(self, surface: Surface, data: Any, type_name: Any) -> Any:
         path = surface.result
+        if not path:
+            return data  # a raw dict live too (send_discover)
         if isinstance(type_name, str) and type_name.isidentifier():
             path = f"{_TYPES}:{type_name}"
         type_ = self.type_of(path)  # mcp.types is imported already: the session module uses it
@@ -267,6 +354,8 @@ def _replay(provider: MCPProvider, surface: Surface, call: Call, instance: Any) 
     result = provider.revive_as(surface, data, recorded_type)
     if surface.method == "list_tools" and recorded_type is None:
         _absorb_listing(instance, result)
+    elif surface.method == "initialize" and recorded_type is None:
+        _adopt_handshake(instance, result)
     call.end_replayed(provider.response_attributes(surface, data))
     return result
 
@@ -279,6 +368,49 @@ def _absorb_listing(session: Any, result: Any) -> None:
             absorb(result, complete=getattr(result, "next_cursor", None) is None)
         except Exception:  # state for output validation only; the listing itself is served
             pass
+
+
+def _adopt_handshake(session: Any, result: Any) -> None:
+    """Install the negotiated state a live ``initialize()`` leaves on the session (nothing is sent,
+    not even ``notifications/initialized``)."""
+    if isinstance(result, dict):
+        return
+    try:
+        adopt = getattr(session, "adopt", None)
+        if callable(adopt):
+            adopt(result)  # mcp 2.x: protocol version, request stamping, capabilities
+        elif hasattr(session, "_server_capabilities"):
+            session._server_capabilities = result.capabilities  # mcp 1.x get_server_capabilities()
+    except Exception:  # state for later checks only; the handshake result itself is served
+        pass
+
+
+def _request(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The identity of a request: what the server receives, as JSON (pagination ``params``
+    flattened to their ``cursor``; transport options and request ``meta`` left out)."""
+    request: dict[str, Any] = {}
+    for key, value in arguments.items():
+        if value is None or key in _TRANSPORT_KEYS:
+            continue
+        if key == "params":
+            cursor = getattr(value, "cursor", None)
+            if cursor is not None:
+                request["cursor"] = cursor
+            continue
+        request[key] = _json(value)
+    return request
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json(v) for v in value]
+    return str(value)  # AnyUrl and friends: their wire form
 
 
 PROVIDER = MCPProvider()

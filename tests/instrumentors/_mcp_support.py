@@ -150,10 +150,14 @@ async def connected(server: Any) -> AsyncIterator[Any]:
 
 
 @asynccontextmanager
-async def offline() -> AsyncIterator[Any]:
-    """A ``ClientSession`` with no server at all: the other ends of its streams are closed."""
-    to_server, nowhere = anyio.create_memory_object_stream[Any](0)
-    silence, from_server = anyio.create_memory_object_stream[Any](0)
-    await nowhere.aclose()  # a request sent live fails at once instead of hanging
+async def offline(initialize: bool = True) -> AsyncIterator[Any]:
+    """An initialized ``ClientSession`` with no server at all: the other ends of its streams
+    are closed (a request sent live fails at once instead of hanging). Under a replay its
+    ``initialize()`` is answered from the trace, as ``connected()``'s was recorded."""
+    to_server, nowhere = anyio.create_memory_object_stream(0)  # type: ignore[var-annotated]
+    silence, from_server = anyio.create_memory_object_stream(0)  # type: ignore[var-annotated]
+    await nowhere.aclose()
     async with silence, from_server, to_server, mcp.ClientSession(from_server, to_server) as session:
+        if initialize:
+            await session.initialize()
         yield session

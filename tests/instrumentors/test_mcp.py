@@ -49,7 +49,8 @@ def _text(result: Any) -> str:
 
 
 def events(path: Path) -> list[rewind.Event]:
-    return list(rewind.Trace.load(path).events)
+    """The recorded steps after the handshake (each session's ``initialize()`` is step 0)."""
+    return [e for e in rewind.Trace.load(path).events if e.name != "mcp.initialize"]
 
 
 async def test_records_then_replays_with_no_server_as_mcp_types(patched_mcp: None, trace_path: Path) -> None:
@@ -121,7 +122,7 @@ async def test_changed_arguments_diverge(patched_mcp: None, trace_path: Path) ->
         async with replay, offline() as session:
             with pytest.raises(rewind.DivergenceError) as caught:
                 await session.call_tool("add", {"a": 1, "b": 99})
-    assert caught.value.step == 0
+    assert caught.value.step == 1  # step 0 is the handshake
 
 
 async def test_cancelled_call_is_a_step_and_cancels_again(patched_mcp: None, trace_path: Path) -> None:
@@ -181,9 +182,9 @@ async def test_a_session_opened_before_patching_is_covered(trace_path: Path) -> 
                 live = await session.call_tool("add", {"a": 3, "b": 4})
         finally:
             unpatch()
-    assert [e.name for e in events(trace_path)] == ["add"]
+    assert [e.name for e in rewind.Trace.load(trace_path).events] == ["add"]  # no handshake: it was live
     with rewind.integrations.patched("mcp"):
-        async with rewind.replay(trace_path), offline() as session:
+        async with rewind.replay(trace_path), offline(initialize=False) as session:
             assert await session.call_tool("add", {"a": 3, "b": 4}) == live
 
 
@@ -305,13 +306,15 @@ def test_spans_follow_genai_and_mcp_conventions(run_python: Any, tmp_path: Path)
     assert result.returncode == 0, result.stderr
     spans = json.loads(result.stdout.strip().splitlines()[-1])
     assert [s["name"] for s in spans] == [
+        "initialize",
         "tools/list",
         "execute_tool add",
         "execute_tool explode",
         f"resources/read {NOTES_URI}",
     ] * 2
-    for group in (spans[:4], spans[4:]):
-        listing, add, explode, read = group
+    for group in (spans[:5], spans[5:]):
+        handshake, listing, add, explode, read = group
+        assert handshake["attributes"]["mcp.method.name"] == "initialize"
         assert add["attributes"]["gen_ai.operation.name"] == "execute_tool"
         assert add["attributes"]["gen_ai.tool.name"] == "add" and add["kind"] == "CLIENT"
         assert add["attributes"]["mcp.method.name"] == "tools/call"
@@ -319,7 +322,7 @@ def test_spans_follow_genai_and_mcp_conventions(run_python: Any, tmp_path: Path)
         assert listing["attributes"]["mcp.method.name"] == "tools/list"
         assert read["attributes"]["gen_ai.operation.name"] == "retrieval"
         assert read["attributes"]["mcp.resource.uri"] == NOTES_URI and read["attributes"]["rewind.kind"] == "memory"
-    assert all(s["attributes"].get("rewind.replayed") is True for s in spans[4:])
+    assert all(s["attributes"].get("rewind.replayed") is True for s in spans[5:])
 
 
 ZERO_CODE_AGENT = """
@@ -371,5 +374,5 @@ def test_opentelemetry_instrument_records_and_replays_with_no_code_change(tmp_pa
         return done.stdout
 
     assert "ANSWER: 42 SERVER CALLS: 1" in run(REWIND_RECORD=str(trace))
-    assert [(e.kind, e.name) for e in rewind.Trace.load(trace).events] == [("tool", "add")]
+    assert [(e.kind, e.name) for e in rewind.Trace.load(trace).events] == [("tool", "mcp.initialize"), ("tool", "add")]
     assert "ANSWER: 42 SERVER CALLS: 0" in run(REWIND_REPLAY=str(trace))  # answered from the trace

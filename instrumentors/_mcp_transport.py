@@ -1,0 +1,114 @@
+"""MCP client transports that, under a replay, reach no server at all.
+
+``stdio_client(...)`` launches the server command, ``streamable_http_client(url)`` and
+``sse_client(url)`` connect to it. A replay answers every hooked ``ClientSession`` call from
+the trace, so those processes and connections are not needed; on a machine without the
+server (CI) they would fail before the agent's first hooked call.
+
+The hook wraps each transport function so that it returns a ``Transport``: an async
+context manager deciding when it is *entered* (``mcp.Client`` builds its transport when
+constructed, possibly before the replay starts) whether the current session replays:
+
+* ``replay`` session: an offline stream pair. Writes are accepted and dropped; a request
+  (a message with an ``id`` and a ``method``) is answered at once with a JSON-RPC error
+  ``not recorded by rewind: <method>``, so an unhooked request fails clearly instead of
+  waiting for a server that does not exist.
+* record, fork (its calls after the fork point run live) or no session: the SDK's own
+  transport, built from the same arguments when it was called, entered unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import Any
+
+import anyio
+
+from rewind.session import current_session
+
+#: The JSON-RPC code of the offline answer: "method not found", what a server says to a
+#: request it does not know; mcp raises it as ``McpError``/``MCPError``.
+METHOD_NOT_FOUND = -32601
+NOT_RECORDED = "not recorded by rewind: "
+
+
+class Transport:
+    """The SDK's transport, or an offline one when entered under a replay."""
+
+    __slots__ = ("_active", "_live")
+
+    def __init__(self, live: Any) -> None:
+        self._live = live  # the SDK's context manager; its body runs only when entered
+        self._active: Any = None
+
+    async def __aenter__(self) -> Any:
+        session = current_session()
+        self._active = offline_streams() if session is not None and session.mode == "replay" else self._live
+        return await self._active.__aenter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        return await self._active.__aexit__(exc_type, exc, tb)
+
+
+def transport_hook() -> Callable[..., Any]:
+    """The ``wrapt`` wrapper patched over a transport function (module-level, no instance)."""
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        live = wrapped(*args, **kwargs)
+        if isinstance(live, Transport):  # already ours (a re-export wrapped twice)
+            return live
+        return Transport(live)
+
+    return wrapper
+
+
+@asynccontextmanager
+async def offline_streams() -> AsyncIterator[tuple[Any, Any]]:
+    """``(read, write)`` for a ``ClientSession`` with nobody on the other end."""
+    to_server, inbox = anyio.create_memory_object_stream(math.inf)  # type: ignore[var-annotated]
+    outbox, from_server = anyio.create_memory_object_stream(math.inf)  # type: ignore[var-annotated]
+    async with anyio.create_task_group() as tasks, to_server, inbox, outbox, from_server:
+        tasks.start_soon(_answer, inbox, outbox)
+        try:
+            yield from_server, to_server
+        finally:
+            tasks.cancel_scope.cancel()
+
+
+async def _answer(inbox: Any, outbox: Any) -> None:
+    """Drop notifications and responses; refuse every request at once."""
+    try:
+        async for item in inbox:
+            reply = refusal(item)
+            if reply is not None:
+                await outbox.send(reply)
+    except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
+        pass  # the session went away
+
+
+def refusal(item: Any) -> Any:
+    """The JSON-RPC error answering ``item`` if it is a request, in the shape it came in:
+    a ``SessionMessage`` (mcp 1.8+), a ``JSONRPCMessage`` root model (older 1.x) or a
+    bare message (2.x)."""
+    import mcp.types as types
+
+    message = getattr(item, "message", item)
+    root = getattr(message, "root", message)
+    method, request_id = getattr(root, "method", None), getattr(root, "id", None)
+    if not isinstance(method, str) or request_id is None:
+        return None
+    error: Any = types.JSONRPCError(
+        jsonrpc="2.0",
+        id=request_id,
+        error=types.ErrorData(code=METHOD_NOT_FOUND, message=NOT_RECORDED + method),
+    )
+    if root is not message:
+        error = type(message)(error)  # the 1.x root model
+    if message is not item:
+        error = type(item)(message=error)
+    return error
