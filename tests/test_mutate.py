@@ -260,3 +260,29 @@ def test_rate_limits_of_other_generated_sdks_are_their_own_classes(sdk: str, tmp
         assert caught.value.response.headers["retry-after"] == "1"
     finally:
         undo()
+
+
+def test_anthropic_stream_faults_and_an_async_agent(tmp_path: Path) -> None:
+    request = {
+        "model": "claude-stub",
+        "max_tokens": 64,
+        "messages": [{"role": "user", "content": "hello there my friend"}],
+    }
+    path = tmp_path / "claude-stream.rewind"
+    with StubServer() as server, rewind.record(path):
+        live = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="stub", max_retries=0)
+        with live.messages.stream(**request) as stream:
+            assert "".join(stream.text_stream) == "Echo: hello there my friend"
+
+    async def agent() -> str:
+        claude = anthropic.AsyncAnthropic(base_url="http://127.0.0.1:9", api_key="stub", max_retries=0)
+        async with claude.messages.stream(**request) as stream:
+            return "".join([text async for text in stream.text_stream])
+
+    report = mutate(path, agent, faults=["overloaded", "connection_reset", "truncated_stream"])
+    assert report.baseline == "Echo: hello there my friend"
+    results = _by_id(report)
+    assert results["step0-overloaded"].error == "anthropic.OverloadedError"
+    assert results["step0-connection_reset"].error == "httpx.RemoteProtocolError"
+    assert results["step0-truncated_stream"].outcome == "different"
+    assert "Echo: hello there my friend".startswith(results["step0-truncated_stream"].answer)
