@@ -84,7 +84,7 @@ def test_non_openai_model_name_needs_model_info(battery: Any, tools: Any) -> Non
 
     async def main() -> str:
         client = OpenAIChatCompletionClient(
-            model="llama-3.3-70b", base_url=battery.stub.openai_base_url, api_key="sk-battery", model_info=info
+            model="acme-local-8b", base_url=battery.stub.openai_base_url, api_key="sk-battery", model_info=info
         )
         assistant = AssistantAgent("assistant", model_client=client, tools=[get_weather])
         result = await assistant.run(task="What is the weather in city=Riga today?")
