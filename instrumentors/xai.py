@@ -21,27 +21,29 @@ The stub is wrapped when a chat is constructed (``BaseChat.__init__``), so clien
 before patching are covered; a chat object created before patching is not. Deferred
 completions (``chat.defer``) and stored-completion lookups are not hooked.
 
-The gRPC plumbing is xAI's own; recording and replay reuse the shared engines
-(``_streams``: chunk-by-chunk recording, truncation, replay) and the ``Provider``
-strategy (dump, revive, stream summary, errors).
+The gRPC plumbing is xAI's own; each call then takes the shared path of every provider
+(``_surface.sync_wrapper`` / ``async_wrapper`` and ``_Invocation``: record, replay,
+errors; ``_streams``: chunk-by-chunk recording, truncation, replay), with the
+``Provider`` strategy saying what is xAI's (protobuf dump and revival, stream summary,
+gRPC errors).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import wrapt
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
-from rewind.core import Call, begin_call
+from rewind.core import Call
 from rewind.errors import PatchGapWarning
 from rewind.replayed_error import decode_error, encode_error
-from rewind.session import current_session
 
-from ._kit import empty_async_generator, empty_generator
-from ._streams import RecordEngine, ReplayEngine, stream_proxy
-from ._surface import _NESTED, Provider, Surface, parameter_attributes, warn_once
+from ._kit import Kit
+from ._streams import RecordEngine, stream_proxy
+from ._surface import Provider, Surface, _Invocation, async_wrapper, parameter_attributes, sync_wrapper, warn_once
 
 _RESPONSE = "xai_sdk.proto:chat_pb2.GetChatCompletionResponse"
 _CHUNK = "xai_sdk.proto:chat_pb2.GetChatCompletionChunk"
@@ -77,12 +79,21 @@ class XAIProvider(Provider):
     name = "xai"
     package = "xai_sdk"
 
+    def make_kit(self) -> Kit:
+        return Kit()  # protobuf payloads: no HTTP wrappers; streams are told apart by surface
+
     def surfaces(self) -> Sequence[Surface]:
         return ()  # hooked per chat (see XAIInstrumentor), not per class
 
+    def invocation(self, surface: Surface, call: Call, instance: Any, kwargs: Mapping[str, Any]) -> _Invocation:
+        return _XAIInvocation(surface, call, instance, kwargs)
+
     # -- identity and telemetry -----------------------------------------------------
-    def request_of(self, request: Any) -> dict[str, Any]:
-        return _to_dict(request)
+    def request(
+        self, surface: Surface, instance: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The ``GetCompletionsRequest`` protobuf the chat builder produced, as JSON."""
+        return _to_dict(args[0] if args else kwargs["request"])
 
     def span(self, surface: Surface, instance: Any, request: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         attrs: dict[str, Any] = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "xai"}
@@ -228,48 +239,34 @@ _STREAM = Surface(
 )
 
 
+_ASYNC_UNARY = dataclasses.replace(_UNARY, is_async=True)
+_ASYNC_STREAM = dataclasses.replace(_STREAM, is_async=True)
+
 # --------------------------------------------------------------------------- one call
 
 
-def _begin(surface: Surface, request: Any) -> Call | None:
-    if not PROVIDER_STATE.enabled or _NESTED.get() or current_session() is None:
-        return None
-    identity = PROVIDER.request_of(request)
-    span_name, attributes = PROVIDER.span(surface, None, identity)
-    return begin_call("llm", surface.name, identity, span_name=span_name, attributes=attributes)
+class _XAIInvocation(_Invocation):
+    """The shared call path; a streaming RPC is told by its surface, not by the kit."""
+
+    __slots__ = ()
+
+    def _adopt(self, result: Any) -> Any:
+        surface = self.surface
+        if surface.chunk is None:
+            return super()._adopt(result)
+        # An aio streaming call is iterated through the async generator it hands out.
+        source = result.__aiter__() if surface.is_async else result
+        return stream_proxy(source, RecordEngine(self.call, surface), is_async=surface.is_async)
 
 
-def _record_failure(call: Call, exc: BaseException) -> None:
-    try:
-        call.fail(exc, error=PROVIDER.error_record(exc) if isinstance(exc, Exception) else None)
-    except Exception:  # the agent's exception matters, not ours
-        call.abandon(exc)
-
-
-def _record_success(call: Call, surface: Surface, result: Any) -> None:
-    try:
-        data = PROVIDER.dump(surface, result)
-        call.succeed(data, attributes=PROVIDER.response_attributes(surface, data), converted=True)
-    except Exception:  # bookkeeping failed: the agent keeps its result
-        call.abandon()
-
-
-def _replayed_unary(call: Call, surface: Surface) -> Any:
-    event = call.take_served()
-    if not event.ok:
-        call.raise_recorded_error(event, PROVIDER.revive_error(event.error or {}, event.seq))
-    revived = PROVIDER.construct(surface.result, event.response)
-    call.end_replayed(PROVIDER.response_attributes(surface, event.response))
-    return revived
-
-
-def _replayed_stream(call: Call, surface: Surface, *, is_async: bool) -> Any:
-    event = call.take_served()
-    if not event.ok and event.get("stream") is None:
-        call.raise_recorded_error(event, PROVIDER.revive_error(event.error or {}, event.seq))
-    engine = ReplayEngine(call, surface, event, lambda chunk: PROVIDER.construct(surface.chunk, chunk))
-    placeholder = empty_async_generator() if is_async else empty_generator()
-    return stream_proxy(placeholder, engine, is_async=is_async)
+#: The shared wrappers per (RPC, aio stub). An aio stub's streaming call is made without
+#: ``await`` (the agent iterates it), so its wrapper is the synchronous one.
+_HOOKS: dict[tuple[str, bool], Callable[..., Any]] = {
+    ("GetCompletion", False): sync_wrapper(_UNARY),
+    ("GetCompletion", True): async_wrapper(_ASYNC_UNARY),
+    ("GetCompletionChunk", False): sync_wrapper(_STREAM),
+    ("GetCompletionChunk", True): sync_wrapper(_ASYNC_STREAM),
+}
 
 
 class _ChatStub(wrapt.ObjectProxy):
@@ -280,63 +277,16 @@ class _ChatStub(wrapt.ObjectProxy):
         self._self_async = is_async
 
     def GetCompletion(self, request: Any, *args: Any, **kwargs: Any) -> Any:
-        original = self.__wrapped__.GetCompletion
-        call = _begin(_UNARY, request)
-        if call is None:
-            return original(request, *args, **kwargs)
-        if self._self_async:
-            return _async_unary(call, original, request, args, kwargs)
-        if call.replaying:
-            return _replayed_unary(call, _UNARY)
-        token = _NESTED.set(True)
-        try:
-            with call.activate():
-                result = original(request, *args, **kwargs)
-        except BaseException as exc:
-            _record_failure(call, exc)
-            raise
-        finally:
-            _NESTED.reset(token)
-        _record_success(call, _UNARY, result)
-        return result
+        return self._self_rpc("GetCompletion", request, args, kwargs)
 
     def GetCompletionChunk(self, request: Any, *args: Any, **kwargs: Any) -> Any:
-        original = self.__wrapped__.GetCompletionChunk
-        call = _begin(_STREAM, request)
-        if call is None:
+        return self._self_rpc("GetCompletionChunk", request, args, kwargs)
+
+    def _self_rpc(self, method: str, request: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        original = getattr(self.__wrapped__, method)
+        if not PROVIDER_STATE.enabled:
             return original(request, *args, **kwargs)
-        is_async = self._self_async
-        if call.replaying:
-            return _replayed_stream(call, _STREAM, is_async=is_async)
-        try:
-            with call.activate():
-                live = original(request, *args, **kwargs)
-        except BaseException as exc:
-            _record_failure(call, exc)
-            raise
-        try:
-            # An aio streaming call is iterated through the async generator it hands out.
-            source = live.__aiter__() if is_async else live
-            return stream_proxy(source, RecordEngine(call, _STREAM), is_async=is_async)
-        except Exception:  # bookkeeping failed: the agent keeps its stream
-            call.abandon()
-            return live
-
-
-async def _async_unary(call: Call, original: Any, request: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    if call.replaying:
-        return _replayed_unary(call, _UNARY)
-    token = _NESTED.set(True)
-    try:
-        with call.activate():
-            result = await original(request, *args, **kwargs)
-    except BaseException as exc:
-        _record_failure(call, exc)
-        raise
-    finally:
-        _NESTED.reset(token)
-    _record_success(call, _UNARY, result)
-    return result
+        return _HOOKS[method, self._self_async](original, self, (request, *args), kwargs)
 
 
 class _State:

@@ -176,6 +176,42 @@ def test_errors_replay_as_rpc_errors_with_their_status(
     assert events[0].error["grpc"] == {"code": "RESOURCE_EXHAUSTED", "details": "slow down"}
 
 
+def test_async_errors_replay_as_rpc_errors_with_their_status(
+    xai_server: XAIStubServer, patched_xai: None, trace_path: Path
+) -> None:
+    async def agent(address: str) -> list[Any]:
+        outcomes: list[Any] = []
+        chat = _aclient(address).chat.create(model="grok-4")
+        chat.append(user("first"))
+        try:
+            await chat.sample()
+        except grpc.RpcError as exc:
+            outcomes += [type(exc).__name__, exc.code(), exc.details()]
+        pieces = []
+        try:
+            async for _, chunk in chat.stream():
+                pieces.append(chunk.content)
+        except grpc.RpcError as exc:
+            outcomes += [pieces, exc.code()]
+        return outcomes
+
+    xai_server.servicer.fail_next(grpc.StatusCode.RESOURCE_EXHAUSTED, "slow down")
+    xai_server.servicer.fail_next(grpc.StatusCode.UNAVAILABLE, "gone", after_chunks=2)
+    with rewind.record(trace_path):
+        live = asyncio.run(agent(xai_server.address))
+    assert live == [
+        "AioRpcError",
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "slow down",
+        ["Grok stu", "b says: "],
+        grpc.StatusCode.UNAVAILABLE,
+    ]
+    xai_server.stop()
+    with rewind.replay(trace_path):
+        assert asyncio.run(agent(DEAD)) == live
+    assert [e.ok for e in Trace.load(trace_path).events] == [False, False]
+
+
 def test_a_stream_left_early_is_recorded_as_truncated(
     xai_server: XAIStubServer, patched_xai: None, trace_path: Path
 ) -> None:
