@@ -18,13 +18,12 @@ from typing import Any
 import cohere
 import httpx
 import pytest
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from _native_support import ask, events, patching, spans_fixture  # noqa: F401 - a fixture
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import rewind
 from rewind.errors import DivergenceError, PatchGapWarning, ReplayedError
 from rewind.stub_server import StubServer
-from rewind.telemetry import TRACERS
 
 API_KEY = "cohere-SECRET-key-never-in-a-trace"
 MODEL = "command-a-03-2025"
@@ -45,21 +44,9 @@ OLD_STREAMS = not hasattr(importlib.import_module("cohere.v2.client"), "RawV2Cli
 NO_RETRIES = {"max_retries": 0} if "max_retries" in inspect.signature(cohere.ClientV2.__init__).parameters else {}
 
 
-def ask(text: str) -> list[dict[str, Any]]:
-    return [{"role": "user", "content": text}]
-
-
-def events(path: Path) -> list[rewind.Event]:
-    return list(rewind.Trace.load(path).events)
-
-
 @pytest.fixture
 def patched() -> Iterator[None]:
-    unpatch = rewind.patch_cohere()
-    try:
-        yield
-    finally:
-        unpatch()
+    yield from patching(rewind.patch_cohere)
 
 
 @pytest.fixture
@@ -71,19 +58,6 @@ def co(stub: StubServer, patched: None) -> Iterator[Any]:
 @pytest.fixture
 def aco(stub: StubServer, patched: None) -> Iterator[Any]:
     yield cohere.AsyncClientV2(api_key=API_KEY, base_url=stub.cohere_base_url, **NO_RETRIES)
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    if not TRACERS.uses_private_provider():
-        pytest.skip("a global SDK tracer provider is configured in this process")
-    memory = InMemorySpanExporter()
-    TRACERS.private_provider().add_span_processor(SimpleSpanProcessor(memory))
-    try:
-        yield memory
-    finally:
-        memory.clear()
-        memory.shutdown()
 
 
 # --------------------------------------------------------------------------- v2 chat

@@ -13,16 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _native_support import events, patching, spans_fixture  # noqa: F401 - a fixture
 from google import genai
 from google.genai import errors, types
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from pydantic import BaseModel
 
 import rewind
 from rewind.errors import DivergenceError, ReplayedError
 from rewind.stub_server import StubServer
-from rewind.telemetry import TRACERS
 
 API_KEY = "AIza-gemini-SECRET-key-never-in-a-trace"
 MODEL = "gemini-2.5-flash"
@@ -50,39 +48,18 @@ class City(BaseModel):
     population: int
 
 
-def events(path: Path) -> list[rewind.Event]:
-    return list(rewind.Trace.load(path).events)
-
-
 def make_client(stub: StubServer) -> Any:
     return genai.Client(api_key=API_KEY, http_options={"base_url": stub.gemini_base_url})
 
 
 @pytest.fixture
 def patched() -> Iterator[None]:
-    unpatch = rewind.patch_gemini()
-    try:
-        yield
-    finally:
-        unpatch()
+    yield from patching(rewind.patch_gemini)
 
 
 @pytest.fixture
 def client(stub: StubServer, patched: None) -> Iterator[Any]:
     yield make_client(stub)
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    if not TRACERS.uses_private_provider():
-        pytest.skip("a global SDK tracer provider is configured in this process")
-    memory = InMemorySpanExporter()
-    TRACERS.private_provider().add_span_processor(SimpleSpanProcessor(memory))
-    try:
-        yield memory
-    finally:
-        memory.clear()
-        memory.shutdown()
 
 
 # --------------------------------------------------------------------------- generate_content

@@ -14,13 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from _native_support import ask, events, patching, spans_fixture  # noqa: F401 - a fixture
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import rewind
 from rewind.errors import DivergenceError, ReplayedError
 from rewind.stub_server import StubServer
-from rewind.telemetry import TRACERS
 
 try:  # 2.x and later keep the SDK under mistralai.client
     from mistralai.client import (
@@ -58,40 +57,15 @@ SYNC_STREAM = getattr(eventstreaming, "EventStream", Iterator)
 ASYNC_STREAM = getattr(eventstreaming, "EventStreamAsync", AsyncIterator)
 
 
-def ask(text: str) -> list[dict[str, Any]]:
-    return [{"role": "user", "content": text}]
-
-
-def events(path: Path) -> list[rewind.Event]:
-    return list(rewind.Trace.load(path).events)
-
-
 @pytest.fixture
 def patched() -> Iterator[None]:
-    unpatch = rewind.patch_mistral()
-    try:
-        yield
-    finally:
-        unpatch()
+    yield from patching(rewind.patch_mistral)
 
 
 @pytest.fixture
 def client(stub: StubServer, patched: None) -> Iterator[Any]:
     c = Mistral(api_key=API_KEY, server_url=stub.mistral_base_url)
     yield c
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    if not TRACERS.uses_private_provider():
-        pytest.skip("a global SDK tracer provider is configured in this process")
-    memory = InMemorySpanExporter()
-    TRACERS.private_provider().add_span_processor(SimpleSpanProcessor(memory))
-    try:
-        yield memory
-    finally:
-        memory.clear()
-        memory.shutdown()  # the SDK cannot remove a processor; a shut-down exporter drops spans
 
 
 # --------------------------------------------------------------------------- chat.complete
