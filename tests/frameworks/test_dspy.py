@@ -139,3 +139,27 @@ def test_batch_on_dspy_threads_needs_patch_thread_pool(battery: Any, tools: Any)
     assert [e.name for e in steps] == ["litellm.completion"] * 3
     asked = sorted(m["content"] for e in steps for m in e.request["messages"] if m["role"] == "user")
     assert [q for q in questions if any(q in text for text in asked)] == list(questions)
+
+
+def test_batch_without_patch_thread_pool_is_flagged_not_recorded(battery: Any, tmp_path: Any) -> None:
+    """The unhappy path: DSPy's workers are outside the session, and rewind says so for each call."""
+    import dspy
+
+    import rewind
+    from rewind.errors import ThreadlessCallWarning
+
+    battery.stub.add_script(*[_turn(answer="Sunny.")] * 2)
+    trace = tmp_path / "unpatched.rewind"
+    unpatch = rewind.auto_patch("litellm", "openai")
+    try:
+        dspy.configure_cache(enable_disk_cache=False, enable_memory_cache=False)
+        lm = dspy.LM("openai/gpt-4o-mini", api_base=battery.stub.openai_base_url, cache=False, num_retries=0)
+        examples = [dspy.Example(question=q).with_inputs("question") for q in ("Oslo?", "Lima?")]
+        flagged = pytest.warns(ThreadlessCallWarning, match="ThreadPoolExecutor")
+        with flagged, rewind.record(trace), dspy.context(lm=lm):
+            results = dspy.Predict("question -> answer").batch(examples, num_threads=2, disable_progress_bar=True)
+    finally:
+        unpatch()
+    assert [str(r.answer) for r in results] == ["Sunny.", "Sunny."]  # they ran live...
+    assert battery.stub.request_count == 2
+    assert rewind.Trace.load(trace).events == []  # ...and nothing was recorded
