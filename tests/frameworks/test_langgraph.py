@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import random
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -195,3 +197,66 @@ def test_human_in_the_loop_interrupt_and_resume(battery: Any, tools: Any) -> Non
     # logged once, after the interrupt; the model was asked twice in all.
     assert battery.live_tools == tools.names() == ["book_hotel"]
     assert len(battery.steps) == 2
+
+
+def test_parallel_sub_agent_tools_need_match_parallel(battery: Any, tools: Any) -> None:
+    """Two tools of one model turn that each ask a model (agents as tools), on ToolNode's threads.
+
+    Their model calls begin on two threads after a lookup of varying length, so which one
+    begins first changes from run to run (with no lookup it is up to the thread scheduler:
+    stable in practice, guaranteed by nothing). This trace needs ``match="parallel"``.
+    LangGraph runs sync tools on a pool that copies the caller's context, so the calls reach
+    the session without ``patch_thread_pool()``.
+    """
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+
+    def ask(question: str) -> str:
+        time.sleep(random.uniform(0, 0.05))  # a lookup of varying latency first
+        return str(ChatOpenAI(model="gpt-4o-mini", max_retries=0).invoke(question).content)
+
+    @tool
+    def ask_historian(city: str) -> str:
+        """Ask the historian about a city."""
+        tools("ask_historian", city)
+        return ask(f"history of {city}")
+
+    @tool
+    def ask_chef(city: str) -> str:
+        """Ask the chef about a city."""
+        tools("ask_chef", city)
+        return ask(f"food of {city}")
+
+    battery.stub.add_script(
+        {
+            "tool_calls": [
+                {"name": "ask_historian", "arguments": {"city": "Fez"}},
+                {"name": "ask_chef", "arguments": {"city": "Fez"}},
+            ]
+        }
+    )
+
+    def agent() -> str:
+        model = ChatOpenAI(model="gpt-4o-mini", max_retries=0).bind_tools([ask_historian, ask_chef])
+
+        def call_model(state: MessagesState) -> dict[str, Any]:
+            return {"messages": [model.invoke(state["messages"])]}
+
+        def route(state: MessagesState) -> str:
+            return "tools" if state["messages"][-1].tool_calls else END
+
+        from langgraph.prebuilt import ToolNode
+
+        builder = StateGraph(MessagesState)
+        builder.add_node("model", call_model)
+        builder.add_node("tools", ToolNode([ask_historian, ask_chef]))
+        builder.add_edge(START, "model")
+        builder.add_conditional_edges("model", route, ["tools", END])
+        builder.add_edge("tools", "model")
+        state = builder.compile().invoke({"messages": [("user", "Tell me about Fez.")]})
+        return str(state["messages"][-1].content)
+
+    answer = battery.run(agent, match="parallel")
+    assert answer == "Based on the tool result: Echo: history of Fez; Echo: food of Fez"
+    assert sorted(battery.live_tools) == ["ask_chef", "ask_historian"]
+    assert len(battery.steps) == 4  # the turn, two sub-agent calls, the answer
