@@ -84,6 +84,8 @@ class _TracerSource:
         self._private: _PrivateProvider | None = None
         self._last_provider: Any = None
         self._last_tracer: trace_api.Tracer | None = None
+        self._checked: Any = None
+        self._checked_is_sdk = False
 
     def tracer(self) -> trace_api.Tracer:
         provider = trace_api.get_tracer_provider()
@@ -109,7 +111,11 @@ class _TracerSource:
         """Whether a span made now could reach anyone but rewind itself: an application
         provider (its exporters, its sampler's decisions) or a processor someone added
         to rewind's private one."""
-        if isinstance(trace_api.get_tracer_provider(), TracerProvider):
+        provider = trace_api.get_tracer_provider()
+        if provider is not self._checked:
+            # Runs on every call: the ABC isinstance check only when the provider changes.
+            self._checked, self._checked_is_sdk = provider, isinstance(provider, TracerProvider)
+        if self._checked_is_sdk:
             return True
         return self._private is not None and self._private.observed
 

@@ -66,6 +66,7 @@ _SKELETON_KEYS = ("seq", "kind", "name", "fingerprint", "ts", "duration_ms", "ok
 _HEAD_PREFIX = 64 * 1024
 _WINDOW = 256 * 1024
 _REQUEST_KEY = '"request":'
+_REQUEST_FIELD = b',"request":'
 # scan_once is set per instance by JSONDecoder.__init__; typeshed does not declare it.
 _scan_value: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
@@ -387,10 +388,16 @@ def _read_head_before(source: _LineSource, offset: int, length: int, request_tex
     """The body of a line that ends with ``"request":<request_text>}``, but the request
     (parsed from the bytes before it, exactly as ``_read_exact_body`` would), or ``None``."""
     raw = source.read(offset, length)
-    suffix = b',"request":' + request_text.encode("utf-8", "surrogatepass") + b"}"
-    if not raw.endswith(suffix) or _SKELETON.match(raw) is None:
+    text = request_text.encode("utf-8", "surrogatepass")
+    cut = len(raw) - len(text) - 1  # where the request starts, if the line ends with it
+    if (
+        raw[-1:] != b"}"
+        or not raw.startswith(text, cut)
+        or not raw.endswith(_REQUEST_FIELD, 0, cut)
+        or _SKELETON.match(raw) is None
+    ):
         return None
-    before = raw[: len(raw) - len(suffix)] + b"}"
+    before = raw[: cut - len(_REQUEST_FIELD)] + b"}"
     body = exact_loads(before)
     if body is None or "request" in body:
         return None
@@ -430,6 +437,19 @@ def _read_exact_body(source: _LineSource, offset: int, length: int) -> dict[str,
     return body
 
 
+def _exact_fields(raw: bytes) -> dict[str, Any] | None:
+    """The body of a line whose skeleton matched, when ``exact_loads`` takes it (keys once
+    each, nothing after the object: it checked both); depth and error record checked here."""
+    fast = exact_loads(raw)
+    if fast is None:
+        return None
+    for key in _SKELETON_KEYS:
+        del fast[key]
+    if _safe.maybe_deep(raw, _safe.MAX_DEPTH) and _safe.too_deep(fast, _safe.MAX_DEPTH):
+        raise _safe.depth_error()
+    return _check_error(fast)
+
+
 def _decode(raw: bytes) -> str:
     # UnicodeDecodeError is a ValueError: a line that is not UTF-8 is a corrupt line.
     return raw.decode("utf-8", "surrogatepass")
@@ -452,14 +472,9 @@ def _body_fields(raw: bytes, match: re.Match[bytes] | None = None) -> dict[str, 
         if end != len(raw):
             raise ValueError(f"extra data after the event at column {end + 1}")
         return {}
-    fast = exact_loads(raw)
+    fast = _exact_fields(raw)
     if fast is not None:
-        # Keys once each and nothing after the object: exact_loads checked both.
-        for key in _SKELETON_KEYS:
-            del fast[key]
-        if _safe.maybe_deep(raw, _safe.MAX_DEPTH) and _safe.too_deep(fast, _safe.MAX_DEPTH):
-            raise _safe.depth_error()
-        return _check_error(fast)
+        return fast
     text = _decode(raw[end:])
     try:
         body, stop = _safe.scan_fields(text, 0, _scan_value, into={}, reserved=_SKELETON_KEYS, column=end)
