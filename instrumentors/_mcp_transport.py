@@ -19,6 +19,7 @@ constructed, possibly before the replay starts) whether the current session repl
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -38,15 +39,17 @@ NOT_RECORDED = "not recorded by rewind: "
 class Transport:
     """The SDK's transport, or an offline one when entered under a replay."""
 
-    __slots__ = ("_active", "_live")
+    __slots__ = ("_active", "_live", "_session_id")
 
-    def __init__(self, live: Any) -> None:
+    def __init__(self, live: Any, session_id: bool) -> None:
         self._live = live  # the SDK's context manager; its body runs only when entered
+        self._session_id = session_id
         self._active: Any = None
 
     async def __aenter__(self) -> Any:
         session = current_session()
-        self._active = offline_streams() if session is not None and session.mode == "replay" else self._live
+        replaying = session is not None and session.mode == "replay"
+        self._active = offline_streams(self._session_id) if replaying else self._live
         return await self._active.__aenter__()
 
     async def __aexit__(
@@ -58,24 +61,44 @@ class Transport:
 def transport_hook() -> Callable[..., Any]:
     """The ``wrapt`` wrapper patched over a transport function (module-level, no instance)."""
 
+    shapes: dict[Any, bool] = {}
+
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         live = wrapped(*args, **kwargs)
         if isinstance(live, Transport):  # already ours (a re-export wrapped twice)
             return live
-        return Transport(live)
+        session_id = shapes.get(wrapped)
+        if session_id is None:
+            session_id = shapes[wrapped] = _yields_session_id(wrapped)
+        return Transport(live, session_id)
 
     return wrapper
 
 
+def _yields_session_id(function: Callable[..., Any]) -> bool:
+    """mcp 1.x streamable HTTP transports yield ``(read, write, get_session_id)``; every
+    other transport (and 2.x's) yields ``(read, write)``. Their annotations say which."""
+    try:
+        annotation = inspect.signature(function).return_annotation
+    except (TypeError, ValueError):
+        return False
+    return "GetSessionIdCallback" in str(annotation)
+
+
+def _no_session_id() -> None:
+    return None  # an offline stream has no server-assigned session
+
+
 @asynccontextmanager
-async def offline_streams() -> AsyncIterator[tuple[Any, Any]]:
-    """``(read, write)`` for a ``ClientSession`` with nobody on the other end."""
+async def offline_streams(session_id: bool = False) -> AsyncIterator[tuple[Any, ...]]:
+    """``(read, write)`` for a ``ClientSession`` with nobody on the other end (and a
+    ``get_session_id`` answering ``None`` where the SDK's transport yields one)."""
     to_server, inbox = anyio.create_memory_object_stream(math.inf)  # type: ignore[var-annotated]
     outbox, from_server = anyio.create_memory_object_stream(math.inf)  # type: ignore[var-annotated]
     async with anyio.create_task_group() as tasks, to_server, inbox, outbox, from_server:
         tasks.start_soon(_answer, inbox, outbox)
         try:
-            yield from_server, to_server
+            yield (from_server, to_server, _no_session_id) if session_id else (from_server, to_server)
         finally:
             tasks.cancel_scope.cancel()
 
