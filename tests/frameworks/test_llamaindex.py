@@ -98,3 +98,45 @@ def test_predict_and_call_runs_a_tool(battery: Any, tools: Any) -> None:
     assert battery.live_tools == tools.names() == ["get_weather"]
     assert answer == "Windy and 15C in Darwin"
     assert [e.name for e in battery.steps] == ["openai.chat.completions.create"]
+
+
+def test_function_agent_with_a_rag_query_engine_tool(battery: Any, tools: Any) -> None:
+    """RAG: ``VectorStoreIndex`` on ``OpenAIEmbedding``, its query engine as the agent's tool."""
+    pytest.importorskip("llama_index.embeddings.openai")
+    from llama_index.core import Document, VectorStoreIndex
+    from llama_index.core.agent.workflow import FunctionAgent
+    from llama_index.core.tools import QueryEngineTool
+    from llama_index.embeddings.openai import OpenAIEmbedding
+    from llama_index.llms.openai import OpenAI
+
+    documents = [
+        Document(text="The Lisbon office opens at 9 and closes at 17."),
+        Document(text="The Porto office is closed on Mondays."),
+    ]
+
+    async def main() -> tuple[str, list[str]]:
+        base = battery.stub.openai_base_url
+        llm = OpenAI(model="gpt-4o-mini", api_base=base, max_retries=0)
+        embed = OpenAIEmbedding(model="text-embedding-3-small", api_base=base, max_retries=0)
+        index = VectorStoreIndex.from_documents(documents, embed_model=embed)
+        engine = index.as_query_engine(llm=llm, similarity_top_k=1)
+        search_offices = QueryEngineTool.from_defaults(
+            engine, name="search_offices", description="Answers questions about the offices."
+        )
+        agent = FunctionAgent(tools=[search_offices], llm=llm)
+        handler = agent.run(user_msg="When does the Lisbon office open? Search offices.")
+        used = []
+        async for event in handler.stream_events():
+            if type(event).__name__ == "ToolCallResult":
+                tools(event.tool_name, str(event.tool_output))
+                used.append(event.tool_name)
+        return str(await handler), used
+
+    answer, used = battery.run(lambda: asyncio.run(main()))
+    assert battery.live_tools == tools.names() == used == ["search_offices"]
+    # The synthesis step saw the retrieved document (the stub echoes its prompt).
+    assert answer.startswith("Based on the tool result: Echo: Context information is below.")
+    assert "The Lisbon office opens at 9 and closes at 17." in answer
+    embed, chat = "openai.embeddings.create", "openai.chat.completions.create"
+    # the documents' embeddings (one batch), the agent, the query's embedding, synthesis, the agent
+    assert [e.name for e in battery.steps] == [embed, chat, embed, chat, chat]
