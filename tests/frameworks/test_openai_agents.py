@@ -220,3 +220,33 @@ def test_run_streamed_cancelled_halfway(battery: Any, tools: Any, sdk: Any) -> N
 
     deltas = battery.run(lambda: asyncio.run(main()))
     assert len(deltas) == 3  # cancel() drops the events already queued
+
+
+def test_server_side_conversation_state_with_previous_response_id(battery: Any, tools: Any, sdk: Any) -> None:
+    """Two turns chained by ``previous_response_id``: the second request names the first answer's id.
+
+    On replay that id comes from the replayed first answer, so the second request is the
+    recorded one again and strict matching holds.
+    """
+    from agents import Agent, Runner, function_tool
+
+    @function_tool
+    def get_weather(city: str) -> str:
+        """The current weather in a city."""
+        tools("get_weather", city)
+        return f"Overcast in {city}"
+
+    async def main() -> tuple[str, str]:
+        assistant = Agent(name="Assistant", tools=[get_weather])
+        first = await Runner.run(assistant, "What is the weather in city=Ghent today?", auto_previous_response_id=True)
+        second = await Runner.run(
+            assistant, "And the weather in city=Bruges now?", previous_response_id=first.last_response_id
+        )
+        return str(first.final_output), str(second.final_output)
+
+    first, second = battery.run(lambda: asyncio.run(main()))
+    assert first == "Based on the tool result: Overcast in Ghent"
+    assert second == "Based on the tool result: Overcast in Bruges"
+    assert tools.names() == ["get_weather", "get_weather"]
+    chained = [e.request.get("previous_response_id") for e in battery.steps]
+    assert chained[0] is None and all(chained[1:])  # each request names the answer before it
