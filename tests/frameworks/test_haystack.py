@@ -104,3 +104,23 @@ def test_agent_run_async(battery: Any, tools: Any) -> None:
     assert battery.live_tools == tools.names() == ["get_weather"]
     assert answer == "Based on the tool result: Humid and 30C in Accra"
     assert [(e.kind, e.name) for e in battery.steps] == [("llm", "openai.chat.completions.create")] * 2
+
+
+def test_agent_on_the_responses_api(battery: Any, tools: Any) -> None:
+    """``OpenAIResponsesChatGenerator``: the same Agent on OpenAI's Responses API."""
+    from haystack.components.agents import Agent
+    from haystack.components.generators.chat import OpenAIResponsesChatGenerator
+    from haystack.dataclasses import ChatMessage
+
+    get_weather = _weather_tool(tools)
+
+    def agent() -> str:
+        generator = OpenAIResponsesChatGenerator(model="gpt-4o-mini", max_retries=0)
+        assistant = Agent(chat_generator=generator, tools=[get_weather])
+        result = assistant.run(messages=[ChatMessage.from_user("What is the weather in city=Nairobi today?")])
+        return str(result["last_message"].text)
+
+    answer = battery.run(agent)
+    assert battery.live_tools == tools.names() == ["get_weather"]
+    assert answer == "Based on the tool result: Humid and 30C in Nairobi"
+    assert [e.name for e in battery.steps] == ["openai.responses.create"] * 2
