@@ -39,10 +39,10 @@ from .errors import (
     TraceWriteError,
     UnconsumedEventsWarning,
 )
-from .importing import TelemetryError, TelemetryMatcher, check_trace, import_telemetry
 from .integrations import (
     auto_patch,
     patch_anthropic,
+    patch_bedrock,
     patch_cohere,
     patch_fireworks,
     patch_gemini,
@@ -61,14 +61,35 @@ from .similarity import lexical_similarity, set_similarity, use_embedding_simila
 from .threads import patch_thread_pool
 from .trace import Event, Trace
 
+#: Tools most programs never touch, imported on first use so ``import rewind`` stays quick.
+_LAZY = {
+    "TelemetryError": "rewind.importing",
+    "TelemetryMatcher": "rewind.importing",
+    "check_trace": "rewind.importing",
+    "import_telemetry": "rewind.importing",
+    "mutate": "rewind.what_if",
+    "NetworkBlockedError": "rewind.network_guard",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rewind' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 __all__ = [
     "Call",
     "DivergenceError",
     "Event",
     "FuzzyMatcher",
     "FuzzyMatchWarning",
-    "IncomingCall",
     "IdentityCollisionWarning",
+    "IncomingCall",
     "LiveCallDuringReplay",
     "LossySerializationWarning",
     "Matcher",
@@ -97,6 +118,7 @@ __all__ = [
     "auto_patch",
     "integrations",
     "patch_anthropic",
+    "patch_bedrock",
     "patch_cohere",
     "patch_fireworks",
     "patch_gemini",
