@@ -26,7 +26,7 @@ NOTES = "buy milk, call Ada"
 
 
 class LowLevelTools:
-    """FastMCP's ``tool()``/``resource()``/``run()`` over mcp 1.0/1.1's low-level ``Server``."""
+    """FastMCP's ``tool()``/``resource()``/``prompt()``/``run()`` over mcp 1.0/1.1's low-level ``Server``."""
 
     def __init__(self, name: str, **_: Any) -> None:
         from mcp.server import Server
@@ -34,6 +34,7 @@ class LowLevelTools:
         self._mcp_server = server = Server(name)
         self._tools: dict[str, Any] = {}
         self._resources: dict[str, Any] = {}
+        self._prompts: dict[str, Any] = {}
 
         @server.list_tools()
         async def list_tools() -> list[Any]:
@@ -57,9 +58,35 @@ class LowLevelTools:
         async def read_resource(uri: Any) -> str:
             return self._resources[str(uri)]()  # an unknown URI becomes a JSON-RPC error
 
+        @server.list_prompts()
+        async def list_prompts() -> list[Any]:
+            return [
+                mcp.types.Prompt(
+                    name=name,
+                    description=fn.__doc__,
+                    arguments=[
+                        mcp.types.PromptArgument(name=p, required=True) for p in inspect.signature(fn).parameters
+                    ],
+                )
+                for name, fn in self._prompts.items()
+            ]
+
+        @server.get_prompt()
+        async def get_prompt(name: str, arguments: dict[str, str] | None) -> Any:
+            text = self._prompts[name](**(arguments or {}))
+            message = mcp.types.PromptMessage(role="user", content=mcp.types.TextContent(type="text", text=text))
+            return mcp.types.GetPromptResult(description=self._prompts[name].__doc__, messages=[message])
+
     def tool(self) -> Any:
         def register(fn: Any) -> Any:
             self._tools[fn.__name__] = fn
+            return fn
+
+        return register
+
+    def prompt(self) -> Any:
+        def register(fn: Any) -> Any:
+            self._prompts[fn.__name__] = fn
             return fn
 
         return register
