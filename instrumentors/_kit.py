@@ -96,10 +96,29 @@ class Kit:
         raise NotImplementedError(f"{type(self).__name__} has no raw-response wrappers")
 
 
-def httpx_response(hx: Any, *, url: str, status_code: int, body: bytes, content_type: str) -> Any:
-    """An in-memory ``httpx`` (or ``httpx2``) response, for SDK objects that hold one."""
-    headers = {"content-type": content_type}
-    return hx.Response(status_code, headers=headers, content=body, request=hx.Request("POST", url))
+def httpx_response(
+    hx: Any,
+    *,
+    url: str,
+    status_code: int,
+    body: bytes,
+    content_type: str,
+    headers: Mapping[str, str] | None = None,
+    request_headers: Mapping[str, str] | None = None,
+) -> Any:
+    """An in-memory ``httpx`` (or ``httpx2``) response, for SDK objects that hold one.
+
+    Recorded ``headers`` come along lower-cased, minus the ones that described the wire
+    body (its length and encodings): the body here is the decoded one.
+    """
+    response_headers = {"content-type": content_type}
+    if headers:
+        response_headers.update({str(k).lower(): str(v) for k, v in headers.items()})
+        response_headers["content-type"] = content_type
+        for name in ("content-length", "content-encoding", "transfer-encoding"):
+            response_headers.pop(name, None)
+    request = hx.Request("POST", url, headers=dict(request_headers or {}))
+    return hx.Response(status_code, headers=response_headers, content=body, request=request)
 
 
 def empty_generator() -> Iterator[Any]:

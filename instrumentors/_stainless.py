@@ -19,7 +19,7 @@ from typing import Any
 from rewind._http_error import SECRET_HEADERS as SECRET_HEADERS  # litellm reads it from here
 from rewind._http_error import keep_headers as keep_headers  # one credential policy for every header kept
 
-from ._kit import Kit
+from ._kit import Kit, httpx_response
 
 
 def _optional(module: str, attr: str) -> Any:
@@ -107,17 +107,15 @@ class SDKKit(Kit):
         content_type: str = "application/json",
     ) -> Any:
         """An in-memory HTTP response the SDK's wrappers accept as their own."""
-        hx = self.httpx
-        request_headers = {self.raw_header: raw_mode} if raw_mode else {}
-        request = hx.Request("POST", url, headers=request_headers)
-        response_headers = {"content-type": content_type}
-        if headers:
-            response_headers.update({str(k).lower(): str(v) for k, v in headers.items()})
-            response_headers["content-type"] = content_type
-        response_headers.pop("content-length", None)
-        response_headers.pop("content-encoding", None)
-        response_headers.pop("transfer-encoding", None)
-        return hx.Response(status_code, headers=response_headers, content=body, request=request)
+        return httpx_response(
+            self.httpx,
+            url=url,
+            status_code=status_code,
+            body=body,
+            content_type=content_type,
+            headers=headers,
+            request_headers={self.raw_header: raw_mode} if raw_mode else None,
+        )
 
     def request_options(self, path: str) -> Any:
         return self.final_request_options.construct(method="post", url=path)
