@@ -50,6 +50,8 @@ _KINDS = {"execute_tool": "tool", "retrieval": "memory"}
 #: Call parameters that configure the client, not the request (never identity).
 _TRANSPORT_KEYS = frozenset({"meta", "read_timeout_seconds", "progress_callback", "allow_input_required", "cache_mode"})
 _TRANSPORT = "transport"
+#: Connection set-up a fork's live suffix needs the server to have seen.
+_HANDSHAKES = frozenset({"initialize", "send_discover"})
 #: (module, function) of every client transport, re-exports before the defining modules.
 _TRANSPORTS = (
     ("mcp", "stdio_client"),
@@ -304,6 +306,8 @@ def _hook(surface: Surface) -> Callable[..., Any]:
         if kind == "tool":
             call.session.note_owner(kind, name, f"mcp.ClientSession.{surface.method}")
         if call.replaying:
+            if surface.method in _HANDSHAKES and call.session.mode == "fork":
+                await _handshake_live(wrapped, args, kwargs)
             return _replay(provider, surface, call, instance)
         token = NESTED.set(True)
         try:
@@ -318,6 +322,19 @@ def _hook(surface: Surface) -> Callable[..., Any]:
         return result
 
     return wrapper
+
+
+async def _handshake_live(wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """A fork serves its prefix from the trace, then runs live on the same session: the
+    server must have seen the handshake, so it is sent (its answer is not used; the agent
+    gets the recorded one, like every replayed step)."""
+    token = NESTED.set(True)
+    try:
+        await wrapped(*args, **kwargs)
+    except Exception:  # a server that is gone fails the fork's first live call, not its prefix
+        pass
+    finally:
+        NESTED.reset(token)
 
 
 def _failed(provider: MCPProvider, call: Call, exc: BaseException) -> None:

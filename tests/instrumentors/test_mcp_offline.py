@@ -320,3 +320,19 @@ def _handshake_state(session: Any) -> tuple[Any, ...]:
     if capabilities is None and callable(getattr(session, "get_server_capabilities", None)):
         capabilities = session.get_server_capabilities()
     return getattr(session, "protocol_version", None), capabilities
+
+
+async def test_a_fork_replays_the_handshake_and_still_opens_the_session(patched_mcp: None, trace_path: Path) -> None:
+    """A fork serves its prefix (handshake included) from the trace, then runs live on the same
+    session: the server has seen the handshake, so the live calls work. Its transport is the
+    SDK's own (it needs the server)."""
+    calls: list[str] = []
+    server = make_server(calls)
+    async with rewind.record(trace_path), connected(server) as session:
+        await session.list_tools()
+        await session.call_tool("add", {"a": 2, "b": 3})
+    calls.clear()
+    async with rewind.fork(trace_path, at=2), connected(server) as session:
+        await session.list_tools()  # served
+        changed = await session.call_tool("add", {"a": 10, "b": 5})  # live
+    assert calls == ["add(10, 5)"] and changed.content[0].text == "15"
