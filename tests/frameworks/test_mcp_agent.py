@@ -21,7 +21,6 @@ import pytest
 
 pytest.importorskip("mcp.server.mcpserver")  # mcp 2.x
 
-import anyio
 import mcp
 from mcp.server.mcpserver import MCPServer
 
@@ -104,12 +103,11 @@ async def _tool_loop(session: mcp.ClientSession, question: str) -> list[str]:
 
 @asynccontextmanager
 async def _nowhere() -> AsyncIterator[mcp.ClientSession]:
-    """A session whose transport leads nowhere: anything sent to a server would fail."""
-    to_server, dropped = anyio.create_memory_object_stream[Any](0)
-    silence, from_server = anyio.create_memory_object_stream[Any](0)
-    await dropped.aclose()
-    async with silence, mcp.ClientSession(from_server, to_server) as session:
-        yield session
+    """The agent's client over a server command that does not exist: under a replay
+    ``patch_mcp()`` makes its transport offline and serves its handshake from the trace."""
+    gone = mcp.StdioServerParameters(command="/nonexistent/travel-mcp-server", args=[])
+    async with mcp.Client(gone) as client:
+        yield client.session
 
 
 def test_tool_loop_over_client_session_replays_without_a_server(battery: Any, tools: Any) -> None:
@@ -148,6 +146,7 @@ def test_tool_loop_over_client_session_replays_without_a_server(battery: Any, to
     assert battery.live_tools == ["get_weather", "search_hotels"]
     assert tools.names() == []  # the server's tools did not run on replay: there was no server
     assert [(e.kind, e.name) for e in battery.steps] == [
+        ("tool", "mcp.discover"),  # mcp.Client's connect-time handshake (mode="auto")
         ("tool", "mcp.list_tools"),
         ("llm", "openai.chat.completions.create"),
         ("tool", "get_weather"),
