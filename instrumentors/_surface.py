@@ -241,9 +241,17 @@ class Provider:
         attrs: dict[str, Any] = {"gen_ai.operation.name": surface.operation, "gen_ai.provider.name": self.name}
         if isinstance(model, str):
             attrs["gen_ai.request.model"] = model
-        attrs.update(server_attributes(instance))  # a copy: the cached dict stays untouched
+        attrs.update(self.server_attributes(instance))  # a copy: the cached dict stays untouched
         attrs.update(self.request_attributes(surface, request))
         return (f"{surface.operation} {model}" if isinstance(model, str) else surface.operation), attrs
+
+    def server_attributes(self, instance: Any) -> dict[str, Any]:
+        """``server.address`` / ``server.port`` of the client behind ``instance``.
+
+        Stainless clients keep an httpx base URL; other SDKs say where theirs is
+        (``url_server_attributes`` turns a URL string into the attributes).
+        """
+        return server_attributes(instance)
 
     def request_attributes(self, surface: Surface, request: Mapping[str, Any]) -> dict[str, Any]:
         return {}

@@ -243,10 +243,13 @@ class CohereProvider(NativeProvider):
         return None
 
     # -- telemetry --------------------------------------------------------------------
-    def span(self, surface: Surface, instance: Any, request: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-        name, attrs = super().span(surface, instance, request)
-        attrs.update(_server_attributes(instance))
-        return name, attrs
+    def server_attributes(self, instance: Any) -> dict[str, Any]:
+        wrapper = getattr(instance, "_client_wrapper", None)
+        try:
+            url = wrapper.get_base_url()  # type: ignore[union-attr]
+        except Exception:  # no client wrapper: no server attributes
+            return {}
+        return url_server_attributes(url)
 
     def request_attributes(self, surface: Surface, request: Mapping[str, Any]) -> dict[str, Any]:
         attrs = parameter_attributes(request, _SAMPLING, stop="stop_sequences")
@@ -416,15 +419,6 @@ def _bypass_detector(wrapped: Callable[..., Any], instance: Any, args: tuple[Any
             stacklevel=3,
         )
     return wrapped(*args, **kwargs)
-
-
-def _server_attributes(instance: Any) -> dict[str, Any]:
-    wrapper = getattr(instance, "_client_wrapper", None)
-    try:
-        url = wrapper.get_base_url()  # type: ignore[union-attr]
-    except Exception:  # no client wrapper: no server attributes
-        return {}
-    return url_server_attributes(url)
 
 
 def _embedding_dimensions(embeddings: Any) -> int | None:

@@ -148,11 +148,15 @@ class GeminiProvider(NativeProvider):
     # -- telemetry --------------------------------------------------------------------
     def span(self, surface: Surface, instance: Any, request: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         name, attrs = super().span(surface, instance, request)
-        client = getattr(instance, "_api_client", None)
-        if getattr(client, "vertexai", False):
+        if getattr(getattr(instance, "_api_client", None), "vertexai", False):
             attrs["gen_ai.provider.name"] = "gcp.vertex_ai"
-        attrs.update(_server_attributes(client))
         return name, attrs
+
+    def server_attributes(self, instance: Any) -> dict[str, Any]:
+        options = getattr(getattr(instance, "_api_client", None), "_http_options", None)
+        # A dict on 1.0, an HttpOptions model later.
+        base_url = options.get("base_url") if isinstance(options, Mapping) else getattr(options, "base_url", None)
+        return url_server_attributes(base_url)
 
     def request_attributes(self, surface: Surface, request: Mapping[str, Any]) -> dict[str, Any]:
         config = request.get("config")
@@ -293,13 +297,6 @@ def dump_response(result: Any) -> Any:
         # Names keep their case (aiohttp clients report them as sent): the revived object is equal.
         http["headers"] = {k: v for k, v in http["headers"].items() if not is_secret_header(str(k))}
     return data
-
-
-def _server_attributes(client: Any) -> dict[str, Any]:
-    options = getattr(client, "_http_options", None)
-    # A dict on 1.0, an HttpOptions model later.
-    base_url = options.get("base_url") if isinstance(options, Mapping) else getattr(options, "base_url", None)
-    return url_server_attributes(base_url)
 
 
 def accumulate_response(chunks: list[Any]) -> dict[str, Any] | None:

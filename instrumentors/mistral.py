@@ -204,10 +204,13 @@ class MistralProvider(NativeProvider):
         return out
 
     # -- telemetry --------------------------------------------------------------------
-    def span(self, surface: Surface, instance: Any, request: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-        name, attrs = super().span(surface, instance, request)
-        attrs.update(_server_attributes(instance))
-        return name, attrs
+    def server_attributes(self, instance: Any) -> dict[str, Any]:
+        config = getattr(instance, "sdk_configuration", None)
+        try:
+            url, _ = config.get_server_details()  # type: ignore[union-attr]
+        except Exception:  # no configuration, or an invalid server name
+            return {}
+        return url_server_attributes(url)
 
     def request_attributes(self, surface: Surface, request: Mapping[str, Any]) -> dict[str, Any]:
         attrs = parameter_attributes(request, _SAMPLING, stop="stop")
@@ -283,15 +286,6 @@ def _already_imported_model(path: str, value: Any) -> Any:
         return cls.model_validate(value)
     except Exception:
         return value
-
-
-def _server_attributes(instance: Any) -> dict[str, Any]:
-    config = getattr(instance, "sdk_configuration", None)
-    try:
-        url, _ = config.get_server_details()  # type: ignore[union-attr]
-    except Exception:  # no configuration, or an invalid server name
-        return {}
-    return url_server_attributes(url)
 
 
 def accumulate_chat(chunks: list[Any]) -> dict[str, Any] | None:
