@@ -20,6 +20,7 @@ import hashlib
 import json
 import pathlib
 import re
+import threading
 import uuid
 import warnings
 from collections.abc import Mapping
@@ -141,7 +142,7 @@ def fast_dumps(value: Any, *, sort_keys: bool = False) -> bytes | None:
     return out
 
 
-def exact_loads(raw: bytes) -> dict[str, Any] | None:
+def exact_loads(raw: bytes, *, max_depth: int | None = None) -> dict[str, Any] | None:
     """The JSON object ``raw`` holds, parsed by orjson, when ``raw`` is exactly how
     ``fast_dumps`` writes it back; else ``None`` (the caller parses it with its own
     strict reader).
@@ -149,16 +150,73 @@ def exact_loads(raw: bytes) -> dict[str, Any] | None:
     Writing the object back and comparing is what makes this safe for untrusted bytes:
     a key given twice (orjson keeps the last), whitespace, an integer orjson reads as
     a float, an escape it would spell differently or a float not in its shortest form
-    all make the bytes differ. Nesting depth is the caller's to bound."""
+    all make the bytes differ. With ``max_depth`` an object nesting deeper (itself
+    counted as level 1) is ``None`` too: it is written back inside just enough lists
+    that orjson's own recursion limit refuses exactly those, so depth costs no scan."""
     if _orjson is None:
         return None
     try:
         data = _orjson.loads(raw)
-        if type(data) is not dict or _orjson.dumps(data) != raw:
+        if type(data) is not dict:
             return None
-    except (ValueError, TypeError):  # orjson's decode and encode errors
+        if max_depth is None:
+            return data if _orjson.dumps(data) == raw else None
+        padding = _padding(max_depth)
+        if padding is None:
+            return None
+        outer, inner = padding
+        inner.append(data)
+        try:
+            out = _orjson.dumps(outer)
+        finally:
+            inner.clear()
+    except (ValueError, TypeError):  # orjson's decode and encode errors (the depth limit too)
+        return None
+    pad = (len(out) - len(raw)) // 2
+    if pad * 2 + len(raw) != len(out) or not out.startswith(raw, pad):
         return None
     return data
+
+
+_PADDINGS = threading.local()
+_DEPTH_LIMIT: list[int] = []
+
+
+def _orjson_depth_limit() -> int:
+    """The deepest nesting ``orjson.dumps`` accepts (its recursion limit), found once."""
+    if not _DEPTH_LIMIT:
+        low, high = 1, 4096  # low is accepted; high is refused (or beyond any real limit)
+        while high - low > 1:
+            middle = (low + high) // 2
+            nested: list[Any] = []
+            for _ in range(middle - 1):
+                nested = [nested]
+            try:
+                _orjson.dumps(nested)
+                low = middle
+            except TypeError:
+                high = middle
+        _DEPTH_LIMIT.append(low)
+    return _DEPTH_LIMIT[0]
+
+
+def _padding(max_depth: int) -> tuple[list[Any], list[Any]] | None:
+    """Lists nested so that an object inside them at depth > ``max_depth`` exceeds
+    orjson's limit: (outermost, innermost), per thread; ``None`` when it cannot."""
+    cached = getattr(_PADDINGS, "by_depth", None)
+    if cached is None:
+        cached = _PADDINGS.by_depth = {}
+    padding: tuple[list[Any], list[Any]] | None = cached.get(max_depth)
+    if padding is None and max_depth not in cached:
+        levels = _orjson_depth_limit() - max_depth
+        if levels >= 1:
+            inner: list[Any] = []
+            outer = inner
+            for _ in range(levels - 1):
+                outer = [outer]
+            padding = (outer, inner)
+        cached[max_depth] = padding
+    return padding
 
 
 def _nests_deeper(text: bytes, budget: int) -> bool:

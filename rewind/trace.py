@@ -398,15 +398,13 @@ def _read_head_before(source: _LineSource, offset: int, length: int, request_tex
     ):
         return None
     before = raw[: cut - len(_REQUEST_FIELD)] + b"}"
-    body = exact_loads(before)
+    # The request is the caller's own text: only what the file adds needs bounding.
+    body = exact_loads(before, max_depth=_safe.MAX_DEPTH)
     if body is None or "request" in body:
         return None
     for key in _SKELETON_KEYS:
         del body[key]
     try:
-        # The request is the caller's own text: only what the file adds needs bounding.
-        if _safe.maybe_deep(before, _safe.MAX_DEPTH) and _safe.too_deep(body, _safe.MAX_DEPTH):
-            raise _safe.depth_error()
         _check_error(body)
     except ValueError as exc:
         raise _corrupt(source, offset, exc) from None
@@ -421,14 +419,12 @@ def _read_exact_body(source: _LineSource, offset: int, length: int) -> dict[str,
     raw = source.read(offset, length)
     if _SKELETON.match(raw) is None:
         return None
-    body = exact_loads(raw)
+    body = exact_loads(raw, max_depth=_safe.MAX_DEPTH)
     if body is None:
         return None
     for key in _SKELETON_KEYS:
         del body[key]
     try:
-        if _safe.maybe_deep(raw, _safe.MAX_DEPTH) and _safe.too_deep(body, _safe.MAX_DEPTH):
-            raise _safe.depth_error()
         _check_error(body)
     except ValueError as exc:
         raise _corrupt(source, offset, exc) from None
@@ -440,13 +436,11 @@ def _read_exact_body(source: _LineSource, offset: int, length: int) -> dict[str,
 def _exact_fields(raw: bytes) -> dict[str, Any] | None:
     """The body of a line whose skeleton matched, when ``exact_loads`` takes it (keys once
     each, nothing after the object: it checked both); depth and error record checked here."""
-    fast = exact_loads(raw)
+    fast = exact_loads(raw, max_depth=_safe.MAX_DEPTH)  # deeper: None, and the strict reader says why
     if fast is None:
         return None
     for key in _SKELETON_KEYS:
         del fast[key]
-    if _safe.maybe_deep(raw, _safe.MAX_DEPTH) and _safe.too_deep(fast, _safe.MAX_DEPTH):
-        raise _safe.depth_error()
     return _check_error(fast)
 
 

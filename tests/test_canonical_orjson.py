@@ -262,3 +262,43 @@ def test_from_jsonable_copies_and_revives() -> None:
     plain_value = {"a": [1, {"b": 2}], "t": (1, 2)}
     copy = canonical.from_jsonable(plain_value)
     assert copy is not plain_value and copy["a"] is not plain_value["a"] and copy["t"] == (1, 2)
+
+
+def _nested_object(depth: int) -> bytes:
+    value: Any = {"leaf": [1, 2.5, "x"]}
+    for _ in range(depth - 2):
+        value = {"k": value}
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+@pytest.mark.parametrize("max_depth", [2, 50, 200])
+def test_exact_loads_bounds_depth_exactly(max_depth: int) -> None:
+    """The object itself is level 1: exactly max_depth levels pass, one more does not."""
+    assert canonical.exact_loads(_nested_object(max_depth), max_depth=max_depth) is not None
+    assert canonical.exact_loads(_nested_object(max_depth + 1), max_depth=max_depth) is None
+    assert canonical.exact_loads(_nested_object(max_depth + 1)) is not None
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"a":1,"a":2}',
+        b'{"a": 1}',
+        b'{"a":1e-05}',
+        b'{"a":18446744073709551616}',
+        b'{"a":NaN}',
+        b'{"a":"\\/"}',
+        b'{"a":"\\ud800"}',
+        b'{"a":1}x',
+        b'[{"a":1}]',
+        b'{"a":1.0000}',
+    ],
+)
+def test_exact_loads_refuses_what_it_would_not_write_back(raw: bytes) -> None:
+    assert canonical.exact_loads(raw) is None
+    assert canonical.exact_loads(raw, max_depth=200) is None
+
+
+def test_exact_loads_takes_what_it_writes() -> None:
+    raw = b'{"seq":1,"b":[1,-0.0,5e-324,1e+16,"caf\xc3\xa9 \\u0000\\n"],"c":{"d":null,"e":true}}'
+    assert canonical.exact_loads(raw, max_depth=200) == json.loads(raw)
