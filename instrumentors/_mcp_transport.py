@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from types import TracebackType
@@ -73,6 +74,56 @@ def transport_hook() -> Callable[..., Any]:
         return Transport(live, session_id)
 
     return wrapper
+
+
+def retarget(module_name: str, function_name: str) -> Callable[[], None] | None:
+    """Make the SDK's transport function itself choose offline streams under a replay, so
+    names imported from it *before* patching (``from mcp.client.stdio import stdio_client``
+    at the top of an agent or framework module) are covered too. Returns the undo.
+
+    An ``asynccontextmanager`` function keeps its generator function in a closure cell and
+    calls it when called; that cell is pointed at a function returning the SDK's own
+    generator (no replay) or an offline one (replay), decided at call time."""
+    module = sys.modules.get(module_name)
+    helper: Any = getattr(module, function_name, None) if module is not None else None
+    for _ in range(3):  # under the module attribute hook (a wrapt proxy) sits the SDK's function
+        inner = getattr(helper, "__wrapped__", None)
+        if inner is None or inspect.isasyncgenfunction(inner):
+            break
+        helper = inner
+    if not inspect.isasyncgenfunction(inner):
+        return None  # not an asynccontextmanager function (another layout): module hooks only
+    cells = [c for c in getattr(helper, "__closure__", None) or () if _contents(c) is inner]
+    if len(cells) != 1:
+        return None
+    (cell,) = cells
+    session_id = _yields_session_id(helper)
+
+    def choose(*args: Any, **kwargs: Any) -> Any:
+        session = current_session()
+        if session is not None and session.mode == "replay":
+            return _offline_generator(session_id)
+        return inner(*args, **kwargs)  # the SDK's own generator, untouched
+
+    cell.cell_contents = choose
+
+    def undo() -> None:
+        if _contents(cell) is choose:
+            cell.cell_contents = inner
+
+    return undo
+
+
+def _contents(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
+
+
+async def _offline_generator(session_id: bool) -> AsyncIterator[tuple[Any, ...]]:
+    async with offline_streams(session_id) as streams:
+        yield streams
 
 
 def _yields_session_id(function: Callable[..., Any]) -> bool:

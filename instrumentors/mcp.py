@@ -38,7 +38,7 @@ from rewind.replayed_error import decode_error
 from ._errors import error_record
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import Kit
-from ._mcp_transport import transport_hook
+from ._mcp_transport import retarget, transport_hook
 from ._streams import NESTED
 from ._surface import Provider, Surface
 
@@ -50,6 +50,8 @@ _KINDS = {"execute_tool": "tool", "retrieval": "memory"}
 #: Call parameters that configure the client, not the request (never identity).
 _TRANSPORT_KEYS = frozenset({"meta", "read_timeout_seconds", "progress_callback", "allow_input_required", "cache_mode"})
 _TRANSPORT = "transport"
+#: The modules defining the transport functions (the rest re-export them).
+_DEFINING = frozenset({"mcp.client.stdio", "mcp.client.streamable_http", "mcp.client.sse", "mcp.client.websocket"})
 #: Connection set-up a fork's live suffix needs the server to have seen.
 _HANDSHAKES = frozenset({"initialize", "send_discover"})
 #: (module, function) of every client transport, re-exports before the defining modules.
@@ -434,8 +436,29 @@ PROVIDER = MCPProvider()
 
 
 class MCPInstrumentor(SurfaceInstrumentor):
-    """Records and replays ``mcp.ClientSession`` tool calls, tool listings and resource reads."""
+    """Records and replays ``mcp.ClientSession`` requests; transports go offline under a replay."""
 
     provider = PROVIDER
     sdk = "mcp"
     minimum = "0.9"
+
+    def _instrument(self, **kwargs: Any) -> None:
+        super()._instrument(**kwargs)
+        patcher = self.__dict__.get("_rewind_patcher")
+        if patcher is None or not patcher.active or self.__dict__.get("_rewind_retargeted"):
+            return
+        undo: list[Callable[[], None]] = []
+        for module, function in _TRANSPORTS:
+            if module in _DEFINING:
+                try:
+                    step = retarget(module, function)
+                except Exception:  # the module hooks still cover calls through the module
+                    step = None
+                if step is not None:
+                    undo.append(step)
+        self._rewind_retargeted = undo
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        for step in reversed(self.__dict__.pop("_rewind_retargeted", None) or []):
+            step()
+        super()._uninstrument(**kwargs)

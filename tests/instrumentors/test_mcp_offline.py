@@ -336,3 +336,29 @@ async def test_a_fork_replays_the_handshake_and_still_opens_the_session(patched_
         await session.list_tools()  # served
         changed = await session.call_tool("add", {"a": 10, "b": 5})  # live
     assert calls == ["add(10, 5)"] and changed.content[0].text == "15"
+
+
+async def test_a_transport_imported_before_patching_is_offline_too(trace_path: Path, tmp_path: Path) -> None:
+    """``from mcp.client.stdio import stdio_client`` at the top of an agent (or framework)
+    module, before ``patch_mcp()``: that name is covered as well, and restored on unpatch."""
+    from mcp.client.stdio import StdioServerParameters, stdio_client  # imported unpatched
+
+    async def run(params: Any) -> Any:
+        async with stdio_client(params) as (read, write), mcp.ClientSession(read, write) as session:
+            await session.initialize()
+            return await session.call_tool("add", {"a": 4, "b": 5})
+
+    unpatch = rewind.patch_mcp()
+    try:
+        async with rewind.record(trace_path), connected(make_server()) as session:
+            live = await session.call_tool("add", {"a": 4, "b": 5})
+        gone = StdioServerParameters(command=str(tmp_path / "no-such-mcp-server"), args=[])
+        async with rewind.replay(trace_path):
+            assert await run(gone) == live
+    finally:
+        unpatch()
+    # Unpatched, the same name is the SDK's own again: the missing command fails as ever.
+    with anyio.fail_after(10), pytest.raises(BaseException) as caught:
+        async with rewind.replay(trace_path):
+            await run(gone)
+    assert not isinstance(caught.value, TimeoutError)
