@@ -10,17 +10,26 @@ mcp 2.x, which calls through its session, is covered):
   are recorded and raised again as the SDK's class, with ``e.error`` (code, message, data).
 * ``list_tools()``: a ``tool`` step ``mcp.list_tools`` (span ``tools/list``);
 * ``read_resource(uri)``: a ``memory`` step ``mcp.read_resource`` (span ``resources/read {uri}``).
+* the handshake, ``initialize()`` (``mcp.initialize``) and mcp 2.x's ``send_discover``
+  (``mcp.discover``): ``tool`` steps; a replayed one installs the recorded result on the
+  session (2.x ``adopt``) and sends nothing, ``notifications/initialized`` included. A fork
+  also sends it live, so the calls after its fork point find an initialized server.
+* every other request: ``send_ping``, ``set_logging_level``, ``complete``,
+  ``(un)subscribe_resource`` (``tool``), ``list_prompts``, ``get_prompt``,
+  ``list_resources``, ``list_resource_templates`` (``memory``: reads of what the server holds).
 
-Replay never touches the session's transport: results revive as mcp's own pydantic
-types (``CallToolResult``, ``ListToolsResult``, ``ReadResourceResult``) from the trace,
-so no MCP server needs to run. The identity of a call is what the server would receive
-(tool name and arguments, cursor, resource URI); timeouts, progress callbacks and
-request ``meta`` are transport and never part of it.
+Replay never touches the session's transport: results revive as mcp's own pydantic types
+from the trace. The transports themselves (``stdio_client``, streamable HTTP, SSE,
+websocket, and the names mcp re-exports) are hooked too (``_mcp_transport``): under a
+replay they launch no process and open no connection, so no MCP server needs to exist.
+The identity of a call is what the server would receive (tool name and arguments, cursor,
+resource URI, prompt); timeouts, progress callbacks and request ``meta`` are transport and
+never part of it.
 
 MCP is not an HTTP SDK: its hooks drive the interception core (``begin_call``) directly,
-and reuse the shared ``Patcher`` (class-level hooks, exact restore, gap warnings).
-mcp 2.x made ``list_tools``/``read_resource`` parameters keyword-only and added some;
-requests are bound to the installed signature, so both majors record the same identity.
+and reuse the shared ``Patcher`` (class-level and module-level hooks, exact restore, gap
+warnings). mcp 2.x made ``list_tools``/``read_resource`` parameters keyword-only and added
+some; requests are bound to the installed signature, so both majors record the same identity.
 """
 
 from __future__ import annotations
