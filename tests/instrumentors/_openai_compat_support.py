@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -489,3 +489,14 @@ def check_spans(row: str, run_python: Any, tmp_path: Path) -> None:
     assert all(s["attributes"]["rewind.replayed"] is True for s in replayed)
     assert replayed[0]["attributes"]["gen_ai.response.finish_reasons"] == ["stop"]
     assert replayed[2]["status"] == "ERROR"
+
+
+def check_hooks_come_and_go(instrumentor: Any, classes: Iterable[type], method: str = "create") -> None:
+    """``instrument()`` wraps ``method`` on every class; ``uninstrument()`` puts each original back."""
+    originals = {cls: cls.__dict__[method] for cls in classes}
+    instrumentor.instrument()
+    try:
+        assert all(cls.__dict__[method] is not original for cls, original in originals.items())
+    finally:
+        instrumentor.uninstrument()
+    assert all(cls.__dict__[method] is original for cls, original in originals.items())

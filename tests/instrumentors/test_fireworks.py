@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from _openai_compat_support import FIREWORKS, MODEL, CompatSuite, ask, check_spans
+from _openai_compat_support import FIREWORKS, MODEL, CompatSuite, ask, check_hooks_come_and_go, check_spans
 from rewind.instrumentors.fireworks import FireworksInstrumentor
 
 import rewind
@@ -48,10 +48,4 @@ def test_instrumentor_contract() -> None:
     instrumentor = FireworksInstrumentor()
     assert list(instrumentor.instrumentation_dependencies()) == ["fireworks-ai >= 1.2"]
     chat = fireworks.resources.chat.completions
-    originals = {cls: cls.__dict__["create"] for cls in (chat.CompletionsResource, chat.AsyncCompletionsResource)}
-    instrumentor.instrument()
-    try:
-        assert all(cls.__dict__["create"] is not original for cls, original in originals.items())
-    finally:
-        instrumentor.uninstrument()
-    assert all(cls.__dict__["create"] is original for cls, original in originals.items())
+    check_hooks_come_and_go(instrumentor, (chat.CompletionsResource, chat.AsyncCompletionsResource))

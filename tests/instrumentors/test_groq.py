@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from _openai_compat_support import GROQ, CompatSuite, check_spans
+from _openai_compat_support import GROQ, CompatSuite, check_hooks_come_and_go, check_spans
 from rewind.instrumentors.groq import GroqInstrumentor
 
 
@@ -23,14 +23,9 @@ def test_instrumentor_contract() -> None:
     instrumentor = GroqInstrumentor()
     assert instrumentor is GroqInstrumentor()
     assert list(instrumentor.instrumentation_dependencies()) == ["groq >= 0.8"]
-    original = groq.resources.chat.completions.Completions.__dict__["create"]
-    instrumentor.instrument()
-    try:
-        assert groq.resources.chat.completions.Completions.__dict__["create"] is not original
-        assert type(groq.resources.embeddings.AsyncEmbeddings.__dict__["create"]).__name__ == "FunctionWrapper"
-    finally:
-        instrumentor.uninstrument()
-    assert groq.resources.chat.completions.Completions.__dict__["create"] is original
+    check_hooks_come_and_go(
+        instrumentor, (groq.resources.chat.completions.Completions, groq.resources.embeddings.AsyncEmbeddings)
+    )
 
 
 def test_raw_response_header_raw_is_recognized(stub: Any, trace_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from _openai_compat_support import TOGETHER, CompatSuite, check_spans
+from _openai_compat_support import TOGETHER, CompatSuite, check_hooks_come_and_go, check_spans
 from rewind.instrumentors.together import TogetherInstrumentor
 
 
@@ -31,13 +31,7 @@ def test_naming_traps_resource_suffix_and_embedding_type() -> None:
         together.resources.embeddings.EmbeddingsResource,
         together.resources.embeddings.AsyncEmbeddingsResource,
     )
-    originals = {cls: cls.__dict__["create"] for cls in classes}
-    instrumentor.instrument()
-    try:
-        assert all(cls.__dict__["create"] is not original for cls, original in originals.items())
-    finally:
-        instrumentor.uninstrument()
-    assert all(cls.__dict__["create"] is original for cls, original in originals.items())
+    check_hooks_come_and_go(instrumentor, classes)
 
 
 def test_the_hand_written_1x_sdk_is_left_alone_with_a_warning(monkeypatch: Any) -> None:
