@@ -139,6 +139,21 @@ def test_structured_parse_and_batches(xai_server: XAIStubServer, patched_xai: No
         assert agent(_client(DEAD)) == live == [2, ["Grok stub says: name a city"] * 2]
 
 
+#: What the error agents see when ``_fail_sample_then_stream`` armed the server.
+FAILED_OUTCOMES = [
+    grpc.StatusCode.RESOURCE_EXHAUSTED,
+    "slow down",
+    ["Grok stu", "b says: "],
+    grpc.StatusCode.UNAVAILABLE,
+]
+
+
+def _fail_sample_then_stream(server: XAIStubServer) -> None:
+    """The next sample fails at once; the stream after it fails after two chunks."""
+    server.servicer.fail_next(grpc.StatusCode.RESOURCE_EXHAUSTED, "slow down")
+    server.servicer.fail_next(grpc.StatusCode.UNAVAILABLE, "gone", after_chunks=2)
+
+
 def test_errors_replay_as_rpc_errors_with_their_status(
     xai_server: XAIStubServer, patched_xai: None, trace_path: Path
 ) -> None:
@@ -158,16 +173,10 @@ def test_errors_replay_as_rpc_errors_with_their_status(
             outcomes += [pieces, exc.code()]
         return outcomes
 
-    xai_server.servicer.fail_next(grpc.StatusCode.RESOURCE_EXHAUSTED, "slow down")
-    xai_server.servicer.fail_next(grpc.StatusCode.UNAVAILABLE, "gone", after_chunks=2)
+    _fail_sample_then_stream(xai_server)
     with rewind.record(trace_path):
         live = agent(_client(xai_server.address))
-    assert live == [
-        grpc.StatusCode.RESOURCE_EXHAUSTED,
-        "slow down",
-        ["Grok stu", "b says: "],
-        grpc.StatusCode.UNAVAILABLE,
-    ]
+    assert live == FAILED_OUTCOMES
     xai_server.stop()
     with rewind.replay(trace_path):
         assert agent(_client(DEAD)) == live
@@ -195,17 +204,10 @@ def test_async_errors_replay_as_rpc_errors_with_their_status(
             outcomes += [pieces, exc.code()]
         return outcomes
 
-    xai_server.servicer.fail_next(grpc.StatusCode.RESOURCE_EXHAUSTED, "slow down")
-    xai_server.servicer.fail_next(grpc.StatusCode.UNAVAILABLE, "gone", after_chunks=2)
+    _fail_sample_then_stream(xai_server)
     with rewind.record(trace_path):
         live = asyncio.run(agent(xai_server.address))
-    assert live == [
-        "AioRpcError",
-        grpc.StatusCode.RESOURCE_EXHAUSTED,
-        "slow down",
-        ["Grok stu", "b says: "],
-        grpc.StatusCode.UNAVAILABLE,
-    ]
+    assert live == ["AioRpcError", *FAILED_OUTCOMES]
     xai_server.stop()
     with rewind.replay(trace_path):
         assert asyncio.run(agent(DEAD)) == live
