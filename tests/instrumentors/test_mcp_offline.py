@@ -362,3 +362,22 @@ async def test_a_transport_imported_before_patching_is_offline_too(trace_path: P
         async with rewind.replay(trace_path):
             await run(gone)
     assert not isinstance(caught.value, TimeoutError)
+
+
+def test_transport_hooks_are_restored_exactly() -> None:
+    import mcp.client.stdio
+    from rewind.instrumentors.mcp import MCPInstrumentor
+
+    module_level = (mcp.client.stdio.__dict__["stdio_client"], mcp.__dict__["stdio_client"])
+    generator = mcp.client.stdio.stdio_client.__wrapped__
+    (cell,) = [c for c in mcp.client.stdio.stdio_client.__closure__ if c.cell_contents is generator]
+    instrumentor = MCPInstrumentor()
+    instrumentor.instrument()
+    try:
+        assert mcp.client.stdio.__dict__["stdio_client"] is not module_level[0]
+        assert mcp.__dict__["stdio_client"] is not module_level[1]
+        assert cell.cell_contents is not generator
+    finally:
+        instrumentor.uninstrument()
+    assert (mcp.client.stdio.__dict__["stdio_client"], mcp.__dict__["stdio_client"]) == module_level
+    assert cell.cell_contents is generator
