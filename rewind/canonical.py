@@ -115,9 +115,9 @@ if _orjson is not None:
 # (repr writes 1e-05, orjson 0.00001 or 1e-8), a null (orjson writes NaN and the
 # infinities as null, the standard library as NaN/Infinity) and a marker-shaped key
 # (see ``request_text``). A hit inside a string only costs the fast path.
-_SMALL_EXPONENT = re.compile(rb"[0-9]e-")
-# Innermost brackets, peeled one level per pass to bound the nesting of encoded JSON.
-_INNERMOST = re.compile(rb"[\[{][^\[\]{}]*[\]}]")
+# A marker-shaped dict has one key, so it starts right after its brace. The regex's
+# literal prefix starts with a rare byte: faster than a substring search here.
+_MARKER_DICT = re.compile(rb'\{"__')
 
 
 def fast_dumps(value: Any, *, sort_keys: bool = False) -> bytes | None:
@@ -127,19 +127,39 @@ def fast_dumps(value: Any, *, sort_keys: bool = False) -> bytes | None:
     differently. Callers fall back to the standard library on ``None``."""
     if _orjson is None:
         return None
+    # Encoded inside just enough lists that orjson's own recursion limit refuses a value
+    # nesting deeper than MAX_DEPTH (see exact_loads): the depth check costs no scan.
+    padding = _take_padding(MAX_DEPTH)
+    if padding is None:
+        return None
+    outer, inner = padding
+    inner.append(value)
     try:
-        out: bytes = _orjson.dumps(value, option=_SORTED if sort_keys else _PASSTHROUGH)
+        padded: bytes = _orjson.dumps(outer, option=_SORTED if sort_keys else _PASSTHROUGH)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
         return None
+    finally:
+        inner.clear()
+        _give_back(MAX_DEPTH, padding)
+    levels = _DEPTH_LIMIT[0] - MAX_DEPTH
+    out = padded[levels:-levels]
     # Probes that can only miss where the spelling is the same. Single bytes first:
     # memchr finds (or rules out) one far faster than a multi-byte search.
-    if b"-" in out and b"e-" in out and _SMALL_EXPONENT.search(out):
-        return None
-    if b"0.0000" in out or b"null" in out or (b"_" in out and b'"__' in out):
-        return None
-    if out.count(b"{") + out.count(b"[") > MAX_DEPTH and _nests_deeper(out, MAX_DEPTH):
+    if _small_exponent(out) or b"0.0000" in out or b"null" in out or (b"_" in out and _MARKER_DICT.search(out)):
         return None
     return out
+
+
+def _small_exponent(out: bytes) -> bool:
+    """Whether ``out`` may hold a float like ``2.5e-8``: a digit, ``e``, ``-``. Walks the
+    hyphens (rare in most JSON, and found by memchr) instead of searching for ``e-``,
+    which English text makes slow."""
+    at = out.find(b"-")
+    while at >= 0:
+        if at >= 2 and out[at - 1] == 0x65 and 0x30 <= out[at - 2] <= 0x39:  # [0-9]e-
+            return True
+        at = out.find(b"-", at + 1)
+    return False
 
 
 def exact_loads(raw: bytes, *, max_depth: int | None = None) -> dict[str, Any] | None:
@@ -161,7 +181,7 @@ def exact_loads(raw: bytes, *, max_depth: int | None = None) -> dict[str, Any] |
             return None
         if max_depth is None:
             return data if _orjson.dumps(data) == raw else None
-        padding = _padding(max_depth)
+        padding = _take_padding(max_depth)
         if padding is None:
             return None
         outer, inner = padding
@@ -170,6 +190,7 @@ def exact_loads(raw: bytes, *, max_depth: int | None = None) -> dict[str, Any] |
             out = _orjson.dumps(outer)
         finally:
             inner.clear()
+            _give_back(max_depth, padding)
     except (ValueError, TypeError):  # orjson's decode and encode errors (the depth limit too)
         return None
     pad = (len(out) - len(raw)) // 2
@@ -200,37 +221,29 @@ def _orjson_depth_limit() -> int:
     return _DEPTH_LIMIT[0]
 
 
-def _padding(max_depth: int) -> tuple[list[Any], list[Any]] | None:
+def _take_padding(max_depth: int) -> tuple[list[Any], list[Any]] | None:
     """Lists nested so that an object inside them at depth > ``max_depth`` exceeds
-    orjson's limit: (outermost, innermost), per thread; ``None`` when it cannot."""
+    orjson's limit: (outermost, innermost), or ``None`` when that limit is too low.
+    Checked out of a per-thread cache (``_give_back`` returns it), so a re-entrant use
+    (a signal handler recording a call) builds its own rather than sharing one."""
+    levels = _orjson_depth_limit() - max_depth
+    if levels < 1:
+        return None
     cached = getattr(_PADDINGS, "by_depth", None)
     if cached is None:
         cached = _PADDINGS.by_depth = {}
-    padding: tuple[list[Any], list[Any]] | None = cached.get(max_depth)
-    if padding is None and max_depth not in cached:
-        levels = _orjson_depth_limit() - max_depth
-        if levels >= 1:
-            inner: list[Any] = []
-            outer = inner
-            for _ in range(levels - 1):
-                outer = [outer]
-            padding = (outer, inner)
-        cached[max_depth] = padding
+    padding: tuple[list[Any], list[Any]] | None = cached.pop(max_depth, None)
+    if padding is None:
+        inner: list[Any] = []
+        outer = inner
+        for _ in range(levels - 1):
+            outer = [outer]
+        padding = (outer, inner)
     return padding
 
 
-def _nests_deeper(text: bytes, budget: int) -> bool:
-    """Whether JSON ``text`` may nest more than ``budget`` levels (brackets inside strings
-    count too, so this errs towards yes)."""
-    text = text.translate(None, _NOT_BRACKETS)
-    for _ in range(budget):
-        text, peeled = _INNERMOST.subn(b"", text)
-        if not peeled or not text:
-            return False
-    return bool(text)
-
-
-_NOT_BRACKETS = bytes(c for c in range(256) if c not in b"[]{}")
+def _give_back(max_depth: int, padding: tuple[list[Any], list[Any]]) -> None:
+    _PADDINGS.by_depth[max_depth] = padding
 
 
 def text_fingerprint(text: str) -> str:
