@@ -175,8 +175,8 @@ def embedding_dimensions(data: Mapping[str, Any]) -> int | None:
     return None
 
 
-def accumulate_chat(chunks: list[Any]) -> dict[str, Any] | None:
-    """The ``chat.completion`` a list of ``chat.completion.chunk`` payloads adds up to."""
+def completion_head(chunks: list[Any]) -> dict[str, Any] | None:
+    """The ``chat.completion`` envelope (id, created, model …) of a stream's first chunk; no choices yet."""
     head = next((c for c in chunks if isinstance(c, dict)), None)
     if head is None:
         return None
@@ -189,6 +189,14 @@ def accumulate_chat(chunks: list[Any]) -> dict[str, Any] | None:
     for key in ("system_fingerprint", "service_tier"):
         if head.get(key) is not None:
             summary[key] = head[key]
+    return summary
+
+
+def accumulate_chat(chunks: list[Any]) -> dict[str, Any] | None:
+    """The ``chat.completion`` a list of ``chat.completion.chunk`` payloads adds up to."""
+    summary = completion_head(chunks)
+    if summary is None:
+        return None
     choices: dict[int, dict[str, Any]] = {}
     usage = None
     for chunk in chunks:

@@ -33,6 +33,7 @@ from rewind.errors import PatchGapWarning
 from ._errors import ReplayedHTTPResponse, add_response, error_record, revive_error
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import ASYNC_GENERATORS, GENERATORS, Kit, httpx_response
+from ._openai_compat import completion_head
 from ._surface import BindingFields, NativeProvider, Surface, parameter_attributes, url_server_attributes, warn_once
 
 #: Where each SDK layout keeps its generated core, newest first.
@@ -294,15 +295,9 @@ def accumulate_chat(chunks: list[Any]) -> dict[str, Any] | None:
     Mistral sends each tool call whole (arguments as a string or an object) and may send
     content as a list of typed parts (``thinking``, ``text``); both are kept as sent.
     """
-    head = next((c for c in chunks if isinstance(c, dict)), None)
-    if head is None:
+    summary = completion_head(chunks)
+    if summary is None:
         return None
-    summary: dict[str, Any] = {
-        "id": head.get("id"),
-        "object": "chat.completion",
-        "created": head.get("created"),
-        "model": head.get("model"),
-    }
     choices: dict[int, dict[str, Any]] = {}
     for chunk in chunks:
         if not isinstance(chunk, dict):
