@@ -226,16 +226,9 @@ _UNARY = Surface(
     required=False,
     provider=PROVIDER,
 )
-_STREAM = Surface(
-    owner="xai_sdk.proto.chat_pb2_grpc:ChatStub",
-    method="GetCompletionChunk",
-    name="xai.chat.completion",
-    operation="chat",
-    path="/xai_api.v1.Chat/GetCompletionChunk",
-    result=_RESPONSE,
-    chunk=_CHUNK,
-    required=False,
-    provider=PROVIDER,
+#: The same step streamed: one recorded call name for both RPCs.
+_STREAM = dataclasses.replace(
+    _UNARY, method="GetCompletionChunk", path="/xai_api.v1.Chat/GetCompletionChunk", chunk=_CHUNK
 )
 
 
