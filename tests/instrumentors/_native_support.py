@@ -17,6 +17,18 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import rewind
 from rewind.telemetry import TRACERS
 
+#: One OpenAI-style function tool (Cohere v2 and Mistral take this shape as it is).
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "lookup",
+            "description": "Look a city up.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        },
+    }
+]
+
 
 def ask(text: str) -> list[dict[str, Any]]:
     return [{"role": "user", "content": text}]

@@ -18,7 +18,7 @@ from typing import Any
 import cohere
 import httpx
 import pytest
-from _native_support import ask, events, patching, spans_fixture  # noqa: F401 - a fixture
+from _native_support import TOOLS, ask, events, patching, spans_fixture  # noqa: F401 - a fixture
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import rewind
@@ -27,16 +27,6 @@ from rewind.stub_server import StubServer
 
 API_KEY = "cohere-SECRET-key-never-in-a-trace"
 MODEL = "command-a-03-2025"
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "lookup",
-            "description": "Look a city up.",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-        },
-    }
-]
 DOCS = ["Paris is in France.", "Rome is in Italy.", "Berlin is in Germany."]
 #: cohere before the raw-client layout: a bare ``except:`` around each stream event swallows GeneratorExit.
 OLD_STREAMS = not hasattr(importlib.import_module("cohere.v2.client"), "RawV2Client")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _native_support import ask, events, patching, spans_fixture  # noqa: F401 - a fixture
+from _native_support import TOOLS, ask, events, patching, spans_fixture  # noqa: F401 - a fixture
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import rewind
@@ -36,16 +36,6 @@ except ImportError:  # 1.x: the flat layout, errors live with the models
 
 API_KEY = "mistral-SECRET-key-never-in-a-trace"
 MODEL = "mistral-small-latest"
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "lookup",
-            "description": "Look a city up.",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-        },
-    }
-]
 #: Per-call headers (absent from 1.2.0): a credential passed this way must stay out of the trace too.
 HEADERS = (
     {"http_headers": {"Authorization": f"Bearer {API_KEY}"}}
