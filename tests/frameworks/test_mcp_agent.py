@@ -31,6 +31,8 @@ SERVER = textwrap.dedent(
     from mcp.server.mcpserver import MCPServer
 
     server = MCPServer("weather")
+    with open(sys.argv[1], "a") as log:  # each launch of the server leaves a line
+        log.write("launched\\n")
 
 
     @server.tool()
@@ -68,8 +70,9 @@ def test_openai_agents_sdk_with_a_stdio_mcp_server(battery: Any, tmp_path: Path)
 
     answer = battery.run(lambda: asyncio.run(main()), providers=("openai", "mcp"))
     assert answer == "Based on the tool result: Thunder in Oslo"
-    # The tool ran in the server once, at record time; the replay's call came from the trace.
-    assert log.read_text().split() == ["Oslo"]
+    # The server was launched once and its tool ran once, at record time: under the replay
+    # the stdio transport launched nothing and every MCP answer came from the trace.
+    assert log.read_text().split() == ["launched", "Oslo"]
     steps = [(e.kind, e.name) for e in battery.steps]
     assert ("tool", "get_forecast") in steps and ("tool", "mcp.list_tools") in steps
     assert [name for kind, name in steps if kind == "llm"] == ["openai.responses.create"] * 2
