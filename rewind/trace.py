@@ -417,6 +417,10 @@ def _read_exact_body(source: _LineSource, offset: int, length: int) -> dict[str,
     """The whole body of a line in the writer's exact spelling (see ``exact_loads``), or
     ``None``: the caller then reads it the strict way, the head alone first."""
     raw = source.read(offset, length)
+    if source.blobs is not None and _blobs.BLOB_MARKER in raw:
+        # Reading a response must not need the request's blobs (a missing one fails only
+        # the read that needs it): lines with blobs keep the head-first read.
+        return None
     if _SKELETON.match(raw) is None:
         return None
     body = exact_loads(raw, max_depth=_safe.MAX_DEPTH)
@@ -428,8 +432,6 @@ def _read_exact_body(source: _LineSource, offset: int, length: int) -> dict[str,
         _check_error(body)
     except ValueError as exc:
         raise _corrupt(source, offset, exc) from None
-    if source.blobs is not None and _blobs.BLOB_MARKER in raw:
-        body = _restore_fields(body, source.blobs, None)
     return body
 
 
