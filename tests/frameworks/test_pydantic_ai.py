@@ -116,8 +116,8 @@ def test_openai_run_stream_of_a_structured_output(battery: Any) -> None:
     assert battery.steps[0].request["stream"] is True
 
 
-def test_anthropic_structured_output_and_chat_completions_model(battery: Any, tools: Any) -> None:
-    """The Anthropic model with a tool and a structured output, and the explicit model classes."""
+def test_anthropic_model_with_a_tool_and_structured_output(battery: Any, tools: Any) -> None:
+    """``AnthropicModel`` with its provider built explicitly, a tool and a structured output."""
     from pydantic_ai import Agent
     from pydantic_ai.models.anthropic import AnthropicModel
     from pydantic_ai.providers.anthropic import AnthropicProvider
