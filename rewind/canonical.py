@@ -261,6 +261,16 @@ class _Careful(Exception):
     """The fast walk met something only the careful walk handles (see ``to_jsonable``)."""
 
 
+def within_depth(value: Any, *, where: str) -> Any:
+    """JSON data ``value`` with anything nested deeper than ``MAX_DEPTH`` replaced by a
+    placeholder string, with a ``LossySerializationWarning`` naming the path.
+
+    For plain data the fast walks wrote whole (the encoders nest to the interpreter's
+    recursion limit, the trace readers only to ``_safe_read.MAX_DEPTH``).
+    """
+    return _CarefulWalk(where).walk(value)
+
+
 def to_jsonable(value: Any, *, where: str = "value") -> Any:
     """Convert ``value`` into JSON data, losslessly where the type allows.
 

@@ -39,7 +39,7 @@ from typing import Any
 from . import _safe_read as _safe
 from . import blobs as _blobs
 from ._trace_file import LineFile
-from .canonical import ensure_jsonable, exact_loads, fast_dumps
+from .canonical import ensure_jsonable, exact_loads, fast_dumps, within_depth
 from .errors import TraceFormatError, TraceWriteError
 
 FORMAT_NAME = "agent-rewind"
@@ -613,6 +613,18 @@ def _header_for(header: Mapping[str, Any], path: str, externalize: int | None) -
     return out
 
 
+#: The deepest a written line may nest: what the readers accept, less the levels a blob
+#: marker (and its literal escape) may add around a leaf.
+_WRITE_DEPTH = _safe.MAX_DEPTH - 2
+
+
+def _readable_depth(data: dict[str, Any]) -> dict[str, Any]:
+    """An event's fields, with payloads nested deeper than any reader accepts cut (and warned)."""
+    if not _safe.too_deep(data, _WRITE_DEPTH):
+        return data
+    return {key: value if key in _SKELETON_KEYS else within_depth(value, where=key) for key, value in data.items()}
+
+
 def _event_fields(data: dict[str, Any], store: _blobs.BlobStore | None, threshold: int | None) -> dict[str, Any]:
     if store is None or threshold is None:
         return data
@@ -1006,9 +1018,13 @@ class TraceWriter:
     def write(self, event: Event) -> None:
         try:
             if self.blobs is None:
-                line = event.to_line() + b"\n"
+                line = event.to_line()
+                if _safe.maybe_deep(line, _WRITE_DEPTH):  # a bracket count rules out nearly every line
+                    line = _dumps_line(_readable_depth(event.to_dict()))
+                line += b"\n"
             else:
-                line = _dumps_line(_event_fields(event.to_dict(), self.blobs, self.externalize)) + b"\n"
+                data = _readable_depth(event.to_dict())
+                line = _dumps_line(_event_fields(data, self.blobs, self.externalize)) + b"\n"
             with self._lock:
                 offset = self._file.append(line)
                 if self._release:
