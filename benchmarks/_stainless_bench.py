@@ -208,21 +208,19 @@ def arguments(description: str, argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def run(target: Target, argv: list[str] | None = None) -> int:
-    args = arguments(f"{target.package} instrumentor overhead", argv)
+def measure(
+    call: Callable[[], Any],
+    wire_parse: Callable[[], Any],
+    patch: Callable[[], Callable[[], None]],
+    args: argparse.Namespace,
+) -> tuple[dict[str, list[float]], float]:
+    """Per-round samples of the plain, recorded, wire-parse and replayed sides, and the
+    unpatched call's cost: what ``report`` summarizes."""
     import rewind
-
-    payload = response(target.model)
-    body = json.dumps(target.reshape(payload) if target.reshape else payload).encode()
-    client = _client(target, body)
-
-    def call() -> Any:
-        return client.chat.completions.create(model=target.model, messages=MESSAGES, tools=TOOLS, temperature=0)
 
     for _ in range(50):  # warm imports, caches and the connection pool
         call()
     unpatched = median([_block_us(call, args.calls) for _ in range(3)])
-    wire_parse = _wire_parse(target, client, body)
     outside = contextvars.copy_context()  # no session in here: a hooked call is a passthrough
 
     def plain() -> Any:
@@ -230,7 +228,7 @@ def run(target: Target, argv: list[str] | None = None) -> int:
 
     samples: dict[str, list[float]] = {"plain": [], "recorded": [], "wire": [], "replayed": []}
     with tempfile.TemporaryDirectory() as tmp:
-        unpatch = target.patch()
+        unpatch = patch()
         try:
             for round_ in range(args.rounds):
                 path = Path(tmp) / f"bench-{round_}.rewind"
@@ -244,4 +242,17 @@ def run(target: Target, argv: list[str] | None = None) -> int:
                 samples["replayed"].append(replayed)
         finally:
             unpatch()
+    return samples, unpatched
+
+
+def run(target: Target, argv: list[str] | None = None, *, description: str | None = None) -> int:
+    args = arguments(description or f"{target.package} instrumentor overhead", argv)
+    payload = response(target.model)
+    body = json.dumps(target.reshape(payload) if target.reshape else payload).encode()
+    client = _client(target, body)
+
+    def call() -> Any:
+        return client.chat.completions.create(model=target.model, messages=MESSAGES, tools=TOOLS, temperature=0)
+
+    samples, unpatched = measure(call, _wire_parse(target, client, body), target.patch, args)
     return report(target.package, args.rounds, args.calls, samples, unpatched)

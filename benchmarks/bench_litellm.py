@@ -21,18 +21,15 @@ median round's ratio is reported. Exit status 1 when a budget is missed.
 
 from __future__ import annotations
 
-import contextvars
 import json
 import os
 import sys
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no cost-map fetch at import
 
-from _stainless_bench import MESSAGES, TOOLS, _block_us, arguments, median, paired_us, report, response
+from _stainless_bench import MESSAGES, TOOLS, arguments, measure, report, response
 
 MODEL = "openai/gpt-4o-mini"
 
@@ -89,31 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     def call() -> Any:
         return litellm.completion(model=MODEL, messages=MESSAGES, tools=TOOLS, temperature=0, client=client)
 
-    for _ in range(50):  # warm imports, caches and litellm's per-model lookups
-        call()
-    unpatched = median([_block_us(call, args.calls) for _ in range(3)])
-    wire_parse = _wire_parse(client, body)
-    outside = contextvars.copy_context()  # no session in here: a hooked call is a passthrough
-
-    def plain() -> Any:
-        return outside.run(call)
-
-    samples: dict[str, list[float]] = {"plain": [], "recorded": [], "wire": [], "replayed": []}
-    with tempfile.TemporaryDirectory() as tmp:
-        unpatch = rewind.patch_litellm()
-        try:
-            for round_ in range(args.rounds):
-                path = Path(tmp) / f"bench-{round_}.rewind"
-                with rewind.record(path):
-                    base, recorded = paired_us(plain, call, args.calls)
-                samples["plain"].append(base)
-                samples["recorded"].append(recorded)
-                with rewind.replay(path):
-                    wire, replayed = paired_us(wire_parse, call, args.calls)
-                samples["wire"].append(wire)
-                samples["replayed"].append(replayed)
-        finally:
-            unpatch()
+    samples, unpatched = measure(call, _wire_parse(client, body), rewind.patch_litellm, args)
     return report("litellm", args.rounds, args.calls, samples, unpatched)
 
 
