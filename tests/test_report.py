@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import re
 from html.parser import HTMLParser
 from pathlib import Path
@@ -20,7 +21,7 @@ from report_runs import HOSTILE, png_data_url, record_agent_run, write_odd_trace
 from rewind_runs import record_long, record_trip
 
 import rewind
-from rewind.accounting import account, usage_of
+from rewind.accounting import DEFAULT_PRICES, ModelPrice, account, usage_of
 from rewind.report import Limits, render_diff_report, render_report, write_diff_report, write_report
 from rewind.report._diff_data import side_by_side
 from rewind.report._page import lines_block, script_safe
@@ -75,11 +76,23 @@ class Parsed:
 
     def bodies(self, side: str = "a") -> list[Any]:
         text = self.block(f"rw-bodies-{side}")
-        return [json.loads(line, parse_constant=_no_constants) for line in text.split("\n")] if text else []
+        # Step lines are embedded as stored: NaN and Infinity (Python's json writes them)
+        # included, which the page's reader takes (tests/test_report_browser.py).
+        return [json.loads(line) for line in text.split("\n")] if text else []
 
     @property
     def images(self) -> list[str | None]:
         return json.loads(self.block("rw-images"))
+
+    def rows(self, side: str = "trace") -> list[dict[str, Any]]:
+        """The rows the page makes of a section's columns, with what Python summarized of
+        the steps left out (the page summarizes the others: tests/test_report_browser.py)."""
+        section = self.data[side]
+        columns = section["columns"]
+        rows = [{"i": i, **{key: values[i] for key, values in columns.items()}} for i in range(len(columns["seq"]))]
+        for index, summary in section["summarized"].items():
+            rows[int(index)].update(summary)
+        return rows
 
 
 def _no_constants(name: str) -> Any:
@@ -122,31 +135,21 @@ def test_one_self_contained_file(agent_trace: Path, tmp_path: Path) -> None:
     assert types == ["", "application/json", "application/json", "application/x-ndjson", "application/x-ndjson"]
 
 
-def test_steps_totals_and_bodies_match_the_trace(agent_trace: Path) -> None:
+def test_steps_and_bodies_match_the_trace(agent_trace: Path) -> None:
     trace = Trace.load(agent_trace)
     page = Parsed(render_report(agent_trace).html)
     data = page.data
     assert data["view"] == "trace"
     section = data["trace"]
-    rows = section["steps"]
+    rows = page.rows()
     assert [(r["seq"], r["kind"], r["name"], r["ok"]) for r in rows] == [
         (e.seq, e.kind, e.name, e.ok) for e in trace.events
     ]
-    # Tokens and cost come from rewind.accounting, per step and in total.
-    usage = account(trace)
     totals = section["totals"]
-    assert (totals["input_tokens"], totals["output_tokens"]) == (usage.total_input_tokens, usage.total_output_tokens)
-    assert totals["cost"] == pytest.approx(usage.total_cost)
-    assert totals["calls_without_usage"] == usage.calls_without_usage == 1  # the abandoned stream
-    for row, event in zip(rows, trace.events):
-        if event.kind == "llm" and usage_of(event) is not None:
-            assert (row["tin"], row["tout"]) == usage_of(event)
-    assert sum(r.get("cost", 0) for r in rows) == pytest.approx(usage.total_cost)
-    # Markers: the failed tool, the truncated stream, the parallel searches.
-    book = next(r for r in rows if r["name"] == "book")
-    assert not book["ok"] and "booking backend down" in book["error"]
-    stream = rows[-1]
-    assert "stream-cut" in stream["flags"]
+    assert (totals["steps"], totals["errors"]) == (10, 1)
+    assert totals["kinds"] == {"llm": 4, "tool": 5, "memory": 1}
+    # Every step is embedded, so the page summarizes every one (none summarized here).
+    assert section["summarized"] == {}
     searches = [r for r in rows if r["name"] == "search"]
     assert len(searches) == 3 and max(r["t"] for r in searches) - min(r["t"] for r in searches) < 20
     # Every body is there, line for line what the trace holds.
@@ -155,6 +158,29 @@ def test_steps_totals_and_bodies_match_the_trace(agent_trace: Path) -> None:
     for body, event in zip(bodies, trace.events):
         assert body == json.loads(json.dumps(event.to_dict()))
     assert section["header"]["meta"] == {"ticket": "T-7", "note": "Plan a weekend in Paris"}
+    # The page prices models from rewind.accounting's table, the caller's prices first.
+    prices = {model: (i, o) for model, i, o, rank in section["prices"] if rank == 1}
+    assert prices["gpt-4o"] == (DEFAULT_PRICES["gpt-4o"].input, DEFAULT_PRICES["gpt-4o"].output)
+    custom = Parsed(render_report(agent_trace, prices={"GPT-4o": ModelPrice(1, 2)}).html).data["trace"]["prices"]
+    assert custom[0] == ["gpt-4o", 1, 2, 0]
+
+
+def test_steps_left_out_are_summarized_as_rewind_accounting_counts_them(agent_trace: Path) -> None:
+    trace = Trace.load(agent_trace)
+    page = Parsed(render_report(agent_trace, limits=Limits(max_bytes=0)).html)
+    assert page.bodies() == [None] * len(trace.events)
+    rows = page.rows()
+    usage = account(trace)
+    for row, event in zip(rows, trace.events):
+        assert "omitted" in row["flags"] and row["summary"]
+        if event.kind == "llm" and usage_of(event) is not None:
+            assert (row["tin"], row["tout"]) == usage_of(event)
+    assert sum(r.get("cost", 0) for r in rows) == pytest.approx(usage.total_cost)
+    assert sum(1 for r in rows if r["kind"] == "llm" and "tin" not in r) == usage.calls_without_usage == 1
+    # Markers: the failed tool, the truncated stream.
+    book = next(r for r in rows if r["name"] == "book")
+    assert not book["ok"] and "booking backend down" in book["error"]
+    assert "stream-cut" in rows[-1]["flags"]
 
 
 def test_a_fork_marks_its_fork_point(tmp_path: Path, stub: StubServer) -> None:
@@ -164,7 +190,7 @@ def test_a_fork_marks_its_fork_point(tmp_path: Path, stub: StubServer) -> None:
 
     with rewind.fork(source, at=2, save_as=forked):
         trip_agent(final="A different answer.")()
-    rows = Parsed(render_report(forked).html).data["trace"]["steps"]
+    rows = Parsed(render_report(forked).html).rows()
     assert [r["live"] for r in rows] == [False, False, True, True]
     assert [("fork" in r["flags"]) for r in rows] == [False, False, True, False]
     assert Parsed(render_report(forked).html).data["trace"]["fork_at"] == 2
@@ -197,7 +223,7 @@ def test_hostile_payloads_stay_data(hostile_trace: Path) -> None:
     # ... and reads back exactly.
     data = page.data["trace"]
     assert data["header"]["meta"]["note"] == HOSTILE
-    assert any(r["name"] == "weather" + HOSTILE for r in data["steps"])
+    assert any(r["name"] == "weather" + HOSTILE for r in page.rows())
     bodies = page.bodies()
     assert bodies[0]["response"] == ["likes museums", HOSTILE]
     assert HOSTILE in bodies[1]["request"]["messages"][1]["content"][0]["text"]
@@ -209,10 +235,10 @@ def test_script_safe_escapes() -> None:
     assert re.search(rb"[<>&]", safe) is None and "\u2028".encode() not in safe
     assert json.loads(safe) == json.loads(raw)
     # A carriage return would become a line feed in the HTML parser and shift the lines.
-    assert lines_block([b'{"a":1}\r', b"null"]).split(b"\n") == [b'{"a":1} ', b"null"]
+    assert b"".join(lines_block([b'{"a":1}\r', b"null"])).split(b"\n") == [b'{"a":1} ', b"null"]
 
 
-def test_lone_surrogates_and_nan_become_strict_json(tmp_path: Path) -> None:
+def test_lone_surrogates_become_strict_utf8_and_nan_is_left_to_the_page(tmp_path: Path) -> None:
     @rewind.tool(name="odd")
     def odd(value: Any) -> Any:
         return value
@@ -224,22 +250,28 @@ def test_lone_surrogates_and_nan_become_strict_json(tmp_path: Path) -> None:
         odd([float("inf"), 1])
     html = render_report(path).html
     html.decode("utf-8")  # strict: valid UTF-8 throughout
-    bodies = Parsed(html).bodies()
-    assert bodies[0]["response"] == "nan"
+    page = Parsed(html)
+    raw = page.block("rw-bodies-a").split("\n")
+    assert raw[0].endswith(',"response":NaN,"request":{"value":NaN}}')  # as stored
+    bodies = page.bodies()
+    assert math.isnan(bodies[0]["response"])
     assert bodies[1]["response"] == "half a pair: \ud800 here"
-    assert bodies[2]["response"] == ["inf", 1]
+    assert bodies[2]["response"] == [math.inf, 1]
 
 
 def test_a_hand_edited_trace_still_makes_a_page(tmp_path: Path) -> None:
     path = write_odd_trace(tmp_path / "odd.rewind")
     page = Parsed(render_report(path).html)
-    rows = page.data["trace"]["steps"]
+    rows = page.rows()
     assert [r["t"] for r in rows] == [0.0, 0.0, 500.0]  # the start in the year 10^292 is dropped
     assert [r["d"] for r in rows] == [0.0, 0.0, 3.0]
-    assert rows[0]["name"] == "chat\n<i>x</i>" and rows[2]["error"] == "<b>Boom</b>: 42"
+    assert rows[0]["name"] == "chat\n<i>x</i>"
     bodies = page.bodies()
+    # Lines the writer's fast layout did not write are parsed and written again, strictly.
     assert bodies[0]["response"]["choices"][0]["message"]["content"] == "nan"
     assert bodies[1]["response"] == ["inf", "\u2028"]
+    left_out = Parsed(render_report(path, limits=Limits(max_bytes=0)).html).rows()
+    assert left_out[2]["error"] == "<b>Boom</b>: 42"
 
 
 def test_a_damaged_step_is_shown_as_damaged(tmp_path: Path) -> None:
@@ -250,7 +282,6 @@ def test_a_damaged_step_is_shown_as_damaged(tmp_path: Path) -> None:
     page = Parsed(render_report(path).html)
     raw = page.block("rw-bodies-a").split("\n")
     assert len(raw) == 4 and '"request":{{' in raw[1]  # embedded as stored; the page says it is damaged
-    assert page.data["trace"]["steps"][1]["model"] == "gpt-4o-2024-08-06"  # from the intact head
 
 
 def test_a_compacted_trace_reports_like_the_original(tmp_path: Path) -> None:
@@ -300,7 +331,7 @@ def test_long_strings_are_cut_with_a_note_and_inline_keeps_them(tmp_path: Path) 
     assert text[CLIP] == "turn 0 " + "x" * (10_000 - 7)
     assert text["omitted"] == 100_007 - 10_000
     assert report.clipped_steps == 2 and "inline" in (report.note() or "")
-    assert all("clipped" in r["flags"] for r in page.data["trace"]["steps"])
+    assert all("clipped" in r["flags"] for r in page.rows())
     whole = render_report(path, inline=True)
     assert whole.clipped_steps == 0
     assert Parsed(whole.html).bodies()[0]["request"] == Trace.load(path)[0].request
@@ -330,7 +361,7 @@ def test_big_images_and_the_size_budget(tmp_path: Path) -> None:
     bodies = page.bodies()
     assert bodies[0] is not None and bodies[-1] is None
     assert small.omitted_steps == sum(1 for b in bodies if b is None) > 0
-    assert "omitted" in page.data["trace"]["steps"][-1]["flags"]
+    assert "omitted" in page.rows()[-1]["flags"]
 
 
 def test_deep_payloads_are_bounded_like_any_reader(tmp_path: Path) -> None:

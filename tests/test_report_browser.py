@@ -13,13 +13,15 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from report_browser import Chromium, Page, blankness, find_chromium
 from report_runs import HOSTILE, record_agent_run, write_odd_trace
 from rewind_runs import record_long, record_trip
 
-from rewind.report import write_diff_report, write_report
+from rewind.accounting import ModelPrice, account
+from rewind.report import Limits, write_diff_report, write_report
 from rewind.stub_server import StubServer
 
 CHROMIUM = find_chromium()
@@ -117,7 +119,7 @@ def test_trace_report(page: Page, reports: dict[str, Path], tmp_path: Path) -> N
     # A click on a bar of the timeline opens that step.
     x, y = page.evaluate(
         """(() => {
-            const steps = JSON.parse(document.getElementById('rw-data').textContent).trace.steps;
+            const steps = window.rewindReport.trace.steps;
             const total = Math.max(...steps.map(s => s.t + s.d)), s = steps[8];
             const box = document.querySelector('.rw-timeline canvas').getBoundingClientRect();
             return [box.left + (s.t + s.d / 2) / total * box.width, box.top + 18 + 8];
@@ -290,3 +292,72 @@ def test_five_thousand_steps_open_and_scroll(page: Page, tmp_path: Path) -> None
     assert visible_steps(page) == [4321]
     assert_not_blank(page, tmp_path / "long.png")
     assert page.problems() == []
+
+
+SHAPES = Path(__file__).parent / "fixtures" / "report" / "shapes.rewind"
+_SHOWN = ("summary", "error", "model", "tin", "tout", "cost", "streamed")
+
+
+def _drawn(page: Page, path: Path) -> dict[str, Any]:
+    open_report(page, path)
+    assert page.problems() == []
+    return dict(page.evaluate("window.rewindReport.trace"))
+
+
+def _shown(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        **{key: row.get(key) for key in _SHOWN},
+        "flags": sorted(flag for flag in row["flags"] if flag != "omitted"),
+    }
+
+
+@pytest.mark.parametrize("trace", ["shapes", "agent", "hostile"])
+def test_the_page_summarizes_steps_as_rewind_does(
+    page: Page, reports: dict[str, Path], tmp_path: Path, trace: str
+) -> None:
+    """The page summarizes every step it embeds (static/summaries.js); a step left out of
+    a report is summarized by Python with rewind's own functions. Both must show the
+    same, and the page's totals must be rewind.account's."""
+    source = {
+        "shapes": SHAPES,
+        "agent": reports["trace"].with_suffix(".rewind"),
+        "hostile": reports["hostile"].with_suffix(".rewind"),
+    }[trace]
+    prices = {"command-r-plus": ModelPrice(2.5, 10.0)}  # the caller's table is consulted first
+    write_report(source, tmp_path / "page.html", prices=prices)
+    write_report(source, tmp_path / "python.html", prices=prices, limits=Limits(max_bytes=0))
+    by_page = _drawn(page, tmp_path / "page.html")
+    by_python = _drawn(page, tmp_path / "python.html")
+    assert by_python["summarized"] and not by_page["summarized"]
+    for ours, theirs in zip(by_page["steps"], by_python["steps"], strict=True):
+        assert _shown(ours) == _shown(theirs), ours["seq"]
+    usage = account(source, prices=prices)
+    for totals in (by_page["totals"], by_python["totals"]):
+        assert totals["input_tokens"] == usage.total_input_tokens
+        assert totals["output_tokens"] == usage.total_output_tokens
+        assert totals["cost"] == pytest.approx(usage.total_cost)
+        assert totals["calls_without_usage"] == usage.calls_without_usage
+        assert totals["unpriced_models"] == usage.unpriced_models
+        assert totals["replayed_llm_calls"] == usage.replayed_calls
+        assert [(m["model"], m["calls"], m["input_tokens"], m["output_tokens"]) for m in totals["models"]] == [
+            (m.model, m.calls, m.input_tokens, m.output_tokens) for m in usage.per_model
+        ]
+
+
+def test_the_shapes_read_as_expected(page: Page, tmp_path: Path) -> None:
+    """A few of the summaries spelled out, so agreeing with Python is not agreeing on nothing."""
+    write_report(SHAPES, tmp_path / "shapes.html")
+    rows = _drawn(page, tmp_path / "shapes.html")["steps"]
+    assert rows[0]["summary"] == 'Let me check the weather. One moment. → weather(city=Paris, days=2, tags=["a","b"])'
+    assert (rows[0]["model"], rows[0]["tin"], rows[0]["tout"]) == ("gpt-4o-2024-08-06", 120, 30)
+    assert rows[0]["cost"] == pytest.approx((120 * 2.5 + 30 * 10.0) / 1e6)
+    assert rows[3]["tin"] == 40 + 100 + 7  # Anthropic's cached prompt tokens are input too
+    assert (rows[4]["model"], rows[4]["tout"]) == ("gemini-2.5-flash", 4 + 20)
+    assert (rows[6]["model"], rows[6]["tin"]) == ("command-r-plus", 21)  # billed units, model from the request
+    assert rows[8]["streamed"] == "Hello" and rows[8]["summary"] == "[stream, 3 chunks] Hello"
+    assert "stream-cut" in rows[9]["flags"] and rows[9]["summary"].startswith("[stream cut short]")
+    assert rows[11]["error"] == "openai.RateLimitError: 429 slow down retry later"
+    assert rows[12]["error"] == "TimeoutError: None"
+    assert rows[15]["summary"].endswith("…") and len(rows[15]["summary"]) == 240
+    assert rows[17]["summary"] == "NaN"  # Python's json writes NaN; the page still reads the step
+    assert "cost" not in rows[20] and rows[20]["tin"] == 1000  # served from a source trace: not counted

@@ -19,6 +19,12 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+_orjson: Any
+try:
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - orjson is a dependency; json writes the same values
+    _orjson = None
+
 _PLACEHOLDER = re.compile(r"\{\{([A-Z_]+)\}\}")
 _ESCAPES = (
     (b"<", b"\\u003c"),
@@ -40,7 +46,9 @@ def script_safe(data: bytes) -> bytes:
     The escaped characters can only occur inside JSON strings, where ``\\u003c`` and
     friends mean the same character, so the JSON parses to the same value.
     """
-    for raw, escaped in _ESCAPES:
+    # ASCII text (what the trace writer produces) cannot hold U+2028/U+2029, and the check
+    # is cheaper than looking for them in megabytes of step lines.
+    for raw, escaped in _ESCAPES[:3] if data.isascii() else _ESCAPES:
         if raw in data:
             data = data.replace(raw, escaped)
     return data
@@ -71,26 +79,47 @@ def json_bytes(value: Any) -> bytes:
     return script_safe(strict_json(value))
 
 
-def lines_block(lines: list[bytes]) -> bytes:
-    """Step bodies as JSON lines, script-safe.
+def data_bytes(value: Any) -> bytes:
+    """The page's own data (rows, totals, the header), script-safe.
 
-    Lines stored as they were recorded may hold what ``JSON.parse`` or a UTF-8 page
-    refuses: NaN and Infinity (Python's json writes them) and lone surrogates (written
-    as surrogate-escaped bytes). One scan over all lines finds none in almost every
-    trace; the lines that do are re-encoded. A carriage return would be turned into a
-    line feed by the HTML parser and shift every later step; outside a JSON string it is
-    whitespace, inside one it was never valid JSON, so a space replaces it.
+    Its numbers are finite (``_trace_data`` makes the header's so), which is when orjson
+    writes JSON with the same values as ``strict_json``, several times faster; what orjson
+    refuses (an integer past 64 bits, a lone surrogate) goes the ``strict_json`` way."""
+    if _orjson is not None:
+        try:
+            return script_safe(_orjson.dumps(value, default=str))
+        except TypeError:
+            pass
+    return json_bytes(value)
+
+
+def lines_block(lines: list[bytes]) -> list[bytes]:
+    """Step bodies as JSON lines, script-safe, as the pieces of the page to join (the
+    lines are megabytes: joined once, with the rest of the page, not twice).
+
+    Lines stored as they were recorded may hold lone surrogates (written as
+    surrogate-escaped bytes), which a UTF-8 page refuses; those lines are re-encoded.
+    (NaN and Infinity, which Python's json writes and ``JSON.parse`` refuses, are left to
+    the page's reader: looking for them here would cost more than embedding the lines.)
+    A carriage return would be turned into a line feed by the HTML parser and shift every
+    later step; outside a JSON string it is whitespace, inside one it was never valid
+    JSON, so a space replaces it.
     """
-    joined = b"\n".join(lines)
-    valid = _is_utf8(joined)
-    if not valid or b"NaN" in joined or b"Infinity" in joined:
-        fixed = [_strict_line(line) if not valid or b"NaN" in line or b"Infinity" in line else line for line in lines]
-        joined = b"\n".join(fixed)
-    return script_safe(joined.replace(b"\r", b" "))
+    parts: list[bytes] = []
+    for line in lines:
+        if not line.isascii():
+            line = script_safe(_strict_line(line))
+        elif b"<" in line or b">" in line or b"&" in line:
+            line = script_safe(line)
+        if b"\r" in line:
+            line = line.replace(b"\r", b" ")
+        parts.append(line)
+        parts.append(b"\n")
+    return parts[:-1]
 
 
 def _strict_line(line: bytes) -> bytes:
-    if b"NaN" not in line and b"Infinity" not in line and _is_utf8(line):
+    if _is_utf8(line):
         return line
     try:
         text = line.decode("utf-8", "surrogatepass")
@@ -117,17 +146,18 @@ def _hash(source: str) -> str:
 
 def page(data: Any, bodies_a: list[bytes], bodies_b: list[bytes], images: list[str | None]) -> bytes:
     """The whole HTML file as bytes."""
-    style, script = _static("report.css"), _static("report.js")
+    # summaries.js defines what report.js calls to summarize the steps: one inline script.
+    style, script = _static("report.css"), _static("summaries.js") + _static("report.js")
     csp = (
         "default-src 'none'; img-src data:; "
         f"style-src {_hash(style)}; script-src {_hash(script)}; "
         "base-uri 'none'; form-action 'none'"
     )
-    values: dict[str, bytes] = {
+    values: dict[str, bytes | list[bytes]] = {
         "CSP": csp.encode("ascii"),
         "STYLE": style.encode("utf-8"),
         "SCRIPT": script.encode("utf-8"),
-        "DATA": json_bytes(data),
+        "DATA": data_bytes(data),
         "BODIES_A": lines_block(bodies_a),
         "BODIES_B": lines_block(bodies_b),
         "IMAGES": json_bytes(images),
@@ -137,7 +167,14 @@ def page(data: Any, bodies_a: list[bytes], bodies_b: list[bytes], images: list[s
     parts = _PLACEHOLDER.split(_static("report.html"))
     out: list[bytes] = []
     for index, part in enumerate(parts):
-        out.append(values[part] if index % 2 else part.encode("utf-8"))
+        if index % 2 == 0:
+            out.append(part.encode("utf-8"))
+            continue
+        value = values[part]
+        if isinstance(value, bytes):
+            out.append(value)
+        else:
+            out.extend(value)
     return b"".join(out)
 
 

@@ -187,8 +187,8 @@ class Embedder:
 
 def _as_stored(raw: bytes, limits: Limits, store: _blobs.BlobStore | None) -> bool:
     """Whether a stored line can go into the page as it is (small, no blob markers).
-    NaN, Infinity and lone surrogates are dealt with over all lines at once, by
-    ``_page.lines_block``."""
+    Lone surrogates are dealt with by ``_page.lines_block``, NaN and Infinity by the
+    page's reader."""
     if limits.max_line is not None and len(raw) > limits.max_line:
         return False
     return store is None or _blobs.BLOB_MARKER not in raw

@@ -1,8 +1,10 @@
 """One trace as report data: a row per step (what the list and the timeline show), the
 trace's header and totals, and the step bodies as JSON lines for the detail view.
 
-Tokens and cost come from ``rewind.accounting`` and summaries from ``rewind._preview``,
-the same functions ``rewind show`` and ``rewind stats`` use.
+Each row's summary, tokens and cost follow the rules of ``rewind._preview`` and
+``rewind.accounting`` (what ``rewind show`` and ``rewind stats`` use): the page applies
+them to the steps it embeds (``static/summaries.js``), and this module to the steps whose
+bodies are left out.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from .. import blobs as _blobs
 from .._preview import error_line, model_of, outcome, stream_text
-from ..accounting import PRICES_CHECKED, ModelPrice, account, price_for, usage_of
+from ..accounting import DEFAULT_PRICES, PRICES_CHECKED, ModelPrice, _lower_keys, price_for, usage_of
 from ..trace import BLOBS_FORMAT_VERSION, Event, Trace
 from ._payload import CLIP, Embedder
 
@@ -41,7 +43,10 @@ def _blob_store(trace: Trace) -> _blobs.BlobStore | None:
 
 
 def _header(value: Any) -> Any:
-    """The header as the page shows it: user data too (``meta=``), so long strings are cut."""
+    """The header as the page shows it: user data too (``meta=``), so long strings are cut
+    (and NaN or an infinity, which JSON lacks, is shown as Python writes it)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value)
     if isinstance(value, str):
         return (
             value
@@ -55,22 +60,42 @@ def _header(value: Any) -> Any:
     return value
 
 
-def _for_accounting(event: Event, step: Event, model: str | None, stream: Any) -> Event:
-    """A stand-in holding what ``account`` reads of a step (its model, response, error,
-    stream), so totals come from rewind.accounting without keeping every request."""
-    if event.kind != "llm":
-        return Event(event.seq, event.kind, event.name, event.fingerprint, live=event.live)
-    return Event(
-        event.seq,
-        event.kind,
-        event.name,
-        event.fingerprint,
-        {"model": model} if model else None,
-        step.response,
-        step.error,
-        live=event.live,
-        extra={"stream": stream} if stream is not None else None,
-    )
+def _summary(
+    event: Event, flags: list[str], prices: Mapping[str, ModelPrice] | None, cache: dict[str, Any]
+) -> dict[str, Any]:
+    """What the row of a step left out of the report shows (the page cannot work it out
+    without the body): the rules ``static/summaries.js`` applies to every other step."""
+    step = event.hydrated()
+    row: dict[str, Any] = {"summary": outcome(step, _SUMMARY)}
+    if not event.ok:
+        row["error"] = error_line(step.error)
+    stream = step.get("stream")
+    if event.kind == "llm":
+        model = row["model"] = model_of(step)
+        tokens = usage_of(step)
+        if tokens is not None:
+            row["tin"], row["tout"] = tokens
+            if model is not None and event.live:
+                if model not in cache:
+                    cache[model] = price_for(model, prices)
+                price = cache[model]
+                if price is not None:
+                    row["cost"] = price.cost(*tokens)
+        if stream is not None:
+            streamed = stream_text(step)
+            if streamed:
+                row["streamed"] = streamed if len(streamed) <= _STREAMED else streamed[:_STREAMED] + " …"
+    if isinstance(stream, dict) and stream.get("truncated"):
+        flags.append("stream-cut")
+    return row
+
+
+def _price_table(prices: Mapping[str, ModelPrice] | None) -> list[list[Any]]:
+    """``[model, input, output, rank]`` rows the page prices models by, as ``price_for``
+    does: the caller's table (rank 0, lower-cased) before the built-in one."""
+    table = [[model, price.input, price.output, 0] for model, price in _lower_keys(prices or {}).items()]
+    table.extend([model, price.input, price.output, 1] for model, price in DEFAULT_PRICES.items())
+    return table
 
 
 def build_section(
@@ -82,12 +107,14 @@ def build_section(
     order: list[int] | None = None,
 ) -> TraceSection:
     """Rows, totals and bodies for ``trace``. ``order`` (indexes into ``trace.events``)
-    says which bodies get the size budget first; the rest follow in step order."""
+    says which bodies get the size budget first; the rest follow in step order.
+
+    ``columns`` hold what the skeletons tell, a list per field. The page makes the rows,
+    summarizes each embedded step from its body (``static/summaries.js``) and adds up
+    tokens and cost, so only steps left out of the report are read here (``summarized``,
+    by step index)."""
     store = _blob_store(trace)
     events = trace.events
-    # What account() reads of each step, kept small: a hydrated copy parses a step once
-    # for every question below, then only its response, error and stream are kept.
-    tallied: list[Event] = []
     # Skeleton numbers come from the file as written: a hand-edited trace may hold
     # infinities or negative durations, which the page must not have to draw.
     ts = [e.ts if math.isfinite(e.ts) and 0 < e.ts < _MAX_TS else 0.0 for e in events]
@@ -96,70 +123,43 @@ def build_section(
     t0 = min(starts) if starts else 0.0
     forked = trace.header.get("forked_from")
     fork_at = forked.get("at") if isinstance(forked, dict) else None
-    fork_seen = False
-    prices_cache: dict[str, ModelPrice | None] = {}
-    rows: list[dict[str, Any]] = []
-    for index, event in enumerate(events):
-        step = event.hydrated()
-        row: dict[str, Any] = {
-            "i": index,
-            "seq": event.seq,
-            "kind": event.kind,
-            "name": event.name,
-            "t": round((ts[index] - t0) * 1000.0, 3) if ts[index] > 0 else 0.0,
-            "d": durations[index],
-            "ok": event.ok,
-            "live": event.live,
-            "summary": outcome(step, _SUMMARY),
-        }
-        if not event.ok:
-            row["error"] = error_line(step.error)
-        stream = step.get("stream")
-        if event.kind == "llm":
-            # model_of on the head first: the request (a parse of the whole line) is
-            # read only when the response and stream name no model.
-            model = model_of(_for_accounting(event, step, None, stream)) or model_of(step)
-            row["model"] = model
-            tokens = usage_of(step)
-            if tokens is not None:
-                row["tin"], row["tout"] = tokens
-                if model is not None and event.live:
-                    if model not in prices_cache:
-                        prices_cache[model] = price_for(model, prices)
-                    price = prices_cache[model]
-                    if price is not None:
-                        row["cost"] = price.cost(*tokens)
-        if stream is not None and event.kind == "llm":
-            streamed = stream_text(step)
-            if streamed:
-                row["streamed"] = streamed if len(streamed) <= _STREAMED else streamed[:_STREAMED] + " …"
-        flags: list[str] = []
-        if isinstance(stream, dict) and stream.get("truncated"):
-            flags.append("stream-cut")
-        if fork_at is not None and event.live and not fork_seen:
-            fork_seen = True
-            flags.append("fork")
-        row["flags"] = flags
-        rows.append(row)
-        tallied.append(_for_accounting(event, step, row.get("model"), stream))
+    # The skeletons as columns: cheaper to build and to write than a dict per step.
+    flags: list[list[str]] = [[] for _ in events]
+    if fork_at is not None:
+        fork = next((index for index, event in enumerate(events) if event.live), None)
+        if fork is not None:
+            flags[fork].append("fork")
+    columns = {
+        "seq": [e.seq for e in events],
+        "kind": [e.kind for e in events],
+        "name": [e.name for e in events],
+        "t": [round((t - t0) * 1000.0, 3) if t > 0 else 0.0 for t in ts],
+        "d": durations,
+        "ok": [e.ok for e in events],
+        "live": [e.live for e in events],
+        "flags": flags,
+    }
 
     bodies: list[bytes] = [b"null"] * len(events)
+    summarized: dict[str, dict[str, Any]] = {}
     first = order or []
     seen = set(first)
+    prices_cache: dict[str, Any] = {}
     for index in [*first, *(i for i in range(len(events)) if i not in seen)]:
         text, clipped = embedder.step(trace, events[index], store)
         bodies[index] = text
         if text == b"null":
-            rows[index]["flags"].append("omitted")
+            flags[index].append("omitted")
+            summarized[str(index)] = _summary(events[index], flags[index], prices, prices_cache)
         elif clipped:
-            rows[index]["flags"].append("clipped")
+            flags[index].append("clipped")
 
-    usage = account(Trace(tallied, header=trace.header, path=trace.path), prices=prices)
     timed = [i for i, t in enumerate(ts) if t > 0]
     wall = (max(ts[i] * 1000 + durations[i] for i in timed) - t0 * 1000) if timed else 0.0
     kinds: dict[str, int] = {}
     for event in events:
         kinds[event.kind] = kinds.get(event.kind, 0) + 1
+    # Tokens and cost (rewind.account's figures) are added by the page from the rows.
     totals = {
         "steps": len(events),
         "errors": sum(1 for e in events if not e.ok),
@@ -167,24 +167,7 @@ def build_section(
         "wall_ms": round(wall, 3),
         "live_ms": round(sum(d for d, e in zip(durations, events) if e.live), 3),
         "replayed": sum(1 for e in events if not e.live),
-        "input_tokens": usage.total_input_tokens,
-        "output_tokens": usage.total_output_tokens,
-        "cost": usage.total_cost,
-        "calls_without_usage": usage.calls_without_usage,
-        "unpriced_models": usage.unpriced_models,
-        "replayed_llm_calls": usage.replayed_calls,
         "prices_checked": PRICES_CHECKED,
-        "models": [
-            {
-                "model": m.model,
-                "calls": m.calls,
-                "without_usage": m.calls_without_usage,
-                "input_tokens": m.input_tokens,
-                "output_tokens": m.output_tokens,
-                "cost": m.cost,
-            }
-            for m in usage.per_model
-        ],
     }
     notes: list[str] = []
     if trace.torn_tail:
@@ -200,7 +183,9 @@ def build_section(
         "fork_at": fork_at,
         "t0": t0,
         "totals": totals,
-        "steps": rows,
+        "prices": _price_table(prices),
+        "columns": columns,
+        "summarized": summarized,
         "notes": notes,
     }
     return TraceSection(data=data, bodies=bodies)

@@ -27,7 +27,7 @@ def test_report_writes_beside_the_trace(run_cli, tmp_path: Path) -> None:
     assert "needs no network" in result.stdout
     data = page_data(target)
     assert data["trace"]["label"] == str(trace)
-    assert [s["name"] for s in data["trace"]["steps"]] == ["recall", "chat", "search", "chat"]
+    assert data["trace"]["columns"]["name"] == ["recall", "chat", "search", "chat"]
     assert data["trace"]["header"]["meta"] == {"ticket": "T-42"}
 
 
@@ -38,9 +38,11 @@ def test_report_options(run_cli, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     data = page_data(out)
     assert data["trace"]["label"] == "Ticket 42"
-    totals = data["trace"]["totals"]
-    tokens = totals["input_tokens"] + totals["output_tokens"]
-    assert totals["cost"] == tokens * 1000 / 1_000_000  # the override, not the list price
+    # The page prices by the override first, then the list prices (it works out the cost
+    # itself: tests/test_report_browser.py checks it against rewind.account).
+    prices = data["trace"]["prices"]
+    assert prices[0] == ["gpt-4o", 1000, 1000, 0]
+    assert ["gpt-4o", DEFAULT_PRICES["gpt-4o"].input, DEFAULT_PRICES["gpt-4o"].output, 1] in prices
     assert DEFAULT_PRICES["gpt-4o"].input != 1000
 
 

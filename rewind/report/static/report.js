@@ -72,6 +72,35 @@
   var DATA = readJSON("rw-data", null);
   var IMAGES = readJSON("rw-images", []);
 
+  /* A stored line as JSON.parse reads it. Python's json writes a float NaN or infinity as
+   * a bare NaN / Infinity / -Infinity, which JSON lacks: a line JSON.parse refuses gets
+   * those tokens (outside strings) turned into strings and is parsed again. */
+  var PY_CONSTANT = /"(?:[^"\\]|\\.)*"|-?Infinity|NaN/g;
+  function parseLine(line) {
+    try {
+      return JSON.parse(line);
+    } catch (e) {
+      if (!/NaN|Infinity/.test(line)) throw e;
+      var fixed = line.replace(PY_CONSTANT, function (token) { return token.charAt(0) === '"' ? token : '"' + token + '"'; });
+      try { return JSON.parse(fixed); } catch (again) { throw e; }
+    }
+  }
+
+  /* The fields before the request of a line damaged past them (the writer puts the request
+   * last), as the trace's own reader reads a head; null when there is no intact head. Only
+   * the first few places the key appears are tried: a hostile line cannot make this slow. */
+  function headOf(line) {
+    var at = line.indexOf(',"request":');
+    for (var tries = 0; at >= 0 && tries < 8; tries++) {
+      try {
+        var head = parseLine(line.slice(0, at) + "}");
+        if (isObj(head)) return head;
+      } catch (e) { /* not the top level: try the next one */ }
+      at = line.indexOf(',"request":', at + 1);
+    }
+    return null;
+  }
+
   /* One trace's step bodies: JSON lines, split once, each parsed when first needed. */
   function BodyStore(id, count) {
     var lines = null, lowered = null, cache = new Map();
@@ -83,22 +112,26 @@
     }
     this.get = function (i) {
       if (cache.has(i)) return cache.get(i);
+      var value = parse(i);
+      if (cache.size > 300) cache.clear();
+      cache.set(i, value);
+      return value;
+    };
+    /* Step i's body, parsed afresh (what summarizing every step once reads). */
+    var parse = this.parse = function (i) {
       load();
-      var value;
-      value = {};
+      var value = {};
       if (lines.length !== count) {
         value[DAMAGED] = "the report's step data is damaged (" + lines.length + " lines for " + count + " steps)";
       } else {
         try {
-          value = JSON.parse(lines[i]);
+          value = parseLine(lines[i]);
           if (value !== null && !isObj(value)) { value = {}; value[DAMAGED] = "this step's stored line is not a JSON object"; }
         } catch (e) {
-          value = {};
+          value = headOf(lines[i]) || {};  // its row is still summarized from what is intact
           value[DAMAGED] = "this step's stored line is not valid JSON (" + e.message + "): the trace file is damaged here";
         }
       }
-      if (cache.size > 300) cache.clear();
-      cache.set(i, value);
       return value;
     };
     /* Lower-cased body text for search (JSON escapes of < > & undone). */
@@ -757,7 +790,8 @@
 
   function traceView(app) {
     var section = DATA.trace;
-    var store = new BodyStore("rw-bodies-a", section.steps.length);
+    var store = new BodyStore("rw-bodies-a", section.columns.seq.length);
+    rewindSummaries.complete(section, store.parse);
     var head = traceHead(section);
     globalNotes(head);
     add(app, head);
@@ -854,7 +888,9 @@
   }
   function diffView(app) {
     var A = DATA.a, B = DATA.b, rows = DATA.rows;
-    var storeA = new BodyStore("rw-bodies-a", A.steps.length), storeB = new BodyStore("rw-bodies-b", B.steps.length);
+    var storeA = new BodyStore("rw-bodies-a", A.columns.seq.length), storeB = new BodyStore("rw-bodies-b", B.columns.seq.length);
+    rewindSummaries.complete(A, storeA.parse);
+    rewindSummaries.complete(B, storeB.parse);
     var head = el("header", "rw-head");
     add(head, el("h1", "rw-title", "rewind diff"));
     add(head, el("div", "rw-sub", "A: " + A.label + " (" + A.steps.length + " steps)"), el("div", "rw-sub", "B: " + B.label + " (" + B.steps.length + " steps)"));
@@ -978,6 +1014,7 @@
     if (!DATA) { add(app, el("div", "rw-empty", "This report's data is missing or damaged.")); return; }
     document.title = (DATA.view === "diff" ? "rewind diff · " + DATA.a.label + " ⇄ " + DATA.b.label : "rewind · " + DATA.trace.label);
     if (DATA.view === "diff") diffView(app); else traceView(app);
+    window.rewindReport = DATA;  // the data as drawn (rows and totals complete), for a console or a test
     document.body.dataset.ready = "1";
   }
   // "/" jumps to the search box, as in many viewers.
