@@ -487,7 +487,7 @@ class _Invocation:
         call.succeed(
             data,
             extra={"request_id": request_id} if isinstance(request_id, str) else None,
-            attributes=provider.response_attributes(surface, data),
+            attributes=provider.response_attributes(surface, data) if call.annotating else None,
             converted=True,
         )
         return result
@@ -540,7 +540,7 @@ class _Invocation:
         request_id = event.get("request_id") or (http.get("headers") or {}).get("x-request-id")
         if isinstance(request_id, str):
             _set_private(revived, "_request_id", request_id)
-        attributes = provider.response_attributes(surface, data)
+        attributes = provider.response_attributes(surface, data) if call.annotating else None
         if self.raw_mode is None:
             call.end_replayed(attributes)
             return revived
@@ -597,8 +597,7 @@ def _start(surface: Surface, instance: Any, args: tuple[Any, ...], kwargs: Mappi
         return None
     provider = surface.provider
     request = provider.request(surface, instance, args, kwargs)
-    span_name, attributes = provider.span(surface, instance, request)
-    call = begin_call("llm", surface.name, request, span_name=span_name, attributes=attributes)
+    call = begin_call("llm", surface.name, request, describe=lambda: provider.span(surface, instance, request))
     if call is None:
         return None
     return provider.invocation(surface, call, instance, kwargs)

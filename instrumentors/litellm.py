@@ -681,7 +681,7 @@ class LiteLLMInvocation(_Invocation):
         call.succeed(
             data,
             extra=_redacted(call, {"litellm": state}) if state else None,
-            attributes=provider.response_attributes(surface, data),
+            attributes=provider.response_attributes(surface, data) if call.annotating else None,
             converted=True,
         )
         return result
@@ -705,7 +705,7 @@ class LiteLLMInvocation(_Invocation):
         data = event.response
         revived = provider.revive(surface, data, self.kwargs)
         restore_state(revived, state)
-        call.end_replayed(provider.response_attributes(surface, data))
+        call.end_replayed(provider.response_attributes(surface, data) if call.annotating else None)
         return revived
 
 

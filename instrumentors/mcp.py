@@ -364,7 +364,7 @@ def _succeeded(provider: MCPProvider, surface: Surface, call: Call, result: Any)
         call.succeed(
             data,
             extra={"mcp": {"type": type_name}} if type_name is not None else None,
-            attributes=provider.response_attributes(surface, data),
+            attributes=provider.response_attributes(surface, data) if call.annotating else None,
             converted=True,
         )
     except RedactionError:
@@ -384,7 +384,7 @@ def _replay(provider: MCPProvider, surface: Surface, call: Call, instance: Any) 
         _absorb_listing(instance, result)
     elif surface.method == "initialize" and recorded_type is None:
         _adopt_handshake(instance, result)
-    call.end_replayed(provider.response_attributes(surface, data))
+    call.end_replayed(provider.response_attributes(surface, data) if call.annotating else None)
     return result
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
@@ -48,6 +48,9 @@ _NO_RESPONSE: Any = object()
 _UNSET: Any = object()
 
 OPERATIONS = {"llm": "chat", "tool": "execute_tool", "memory": "retrieval"}
+
+#: Gives a span's name (``None``: the core's default) and its start attributes.
+Describe = Callable[[], tuple[str | None, Mapping[str, Any] | None]]
 
 
 class Call:
@@ -74,6 +77,7 @@ class Call:
         "_ended",
         "_capture",
         "_observed",
+        "_direct",
     )
 
     def __init__(self, session: Session, kind: str, name: str, request: Any) -> None:
@@ -115,6 +119,8 @@ class Call:
         self._ended = False
         self._capture = False
         self._observed = True
+        #: No SDK span: the event goes straight to the writer (see ``_start_span``).
+        self._direct = False
 
     # -- the request, as JSON data ---------------------------------------------------
     @property
@@ -155,14 +161,29 @@ class Call:
         return json.loads(json.dumps(self.request))
 
     # -- start ----------------------------------------------------------------
-    def _start_span(self, span_name: str | None, attributes: Mapping[str, Any] | None) -> None:
+    def _start_span(
+        self,
+        span_name: str | None,
+        attributes: Mapping[str, Any] | None,
+        describe: Describe | None = None,
+    ) -> None:
         self._observed = TRACERS.observed()
-        if not self._observed and self.session.writer is None:
-            # A replay with nothing listening: no exporter, no application provider.
-            # Its span could reach no one, so it is not built; the decision below is
-            # the same one the ReplaySpanProcessor makes when a span starts.
-            self.session.decide(self)
-            return
+        if not self._observed:
+            stand_in = TRACERS.stand_in_span() if self.session.writer is not None else None
+            if stand_in is not None or self.session.writer is None:
+                # Nothing listens but rewind's own exporter, which reads the event, not the
+                # span: no SDK span is built and ``_commit`` writes the event itself. The
+                # stand-in has the span context the real span would have had and is current
+                # while the call runs, so what the SDK propagates (``traceparent``) is the
+                # same. A replay (no writer) nobody can see gets no span at all. The
+                # decision is the one the ReplaySpanProcessor makes when a span starts.
+                if stand_in is not None:
+                    self.span = stand_in
+                self._direct = True
+                self.session.decide(self)
+                return
+        if describe is not None:
+            span_name, attributes = describe()
         attrs: dict[str, Any] = {
             "gen_ai.operation.name": OPERATIONS.get(self.kind, self.kind),
             "rewind.kind": self.kind,
@@ -187,10 +208,6 @@ class Call:
             # Content for other backends is opt-in, and redacted like the file.
             operation = attrs["gen_ai.operation.name"]
             attrs.update(content_capture.input_attributes(self.kind, operation, self.stored_request))
-        if not self._observed:
-            # Only rewind's exporter sees this span, and it reads the event, not the
-            # attributes: skip the cost of attributes no one can read.
-            attrs = {}
         token = STARTING.set(self)
         self.span_pending = True
         try:
@@ -204,8 +221,9 @@ class Call:
             self.session.decide(self)
 
     @property
-    def _annotating(self) -> bool:
-        """Whether attributes and exception details on the span can reach anyone."""
+    def annotating(self) -> bool:
+        """Whether attributes and exception details set on the span now can reach anyone
+        (an instrumentor computes its response attributes only then)."""
         return self._observed and self.span.is_recording()
 
     def _end_attributes(self, response: Any = _NO_RESPONSE, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -278,7 +296,7 @@ class Call:
         if self._ended:
             return
         self._ended = True
-        if self._annotating:
+        if self.annotating:
             response = self.served.response if self.served is not None else _NO_RESPONSE
             self.span.set_attributes(self._end_attributes(response, attributes))
         self.span.end()
@@ -301,7 +319,7 @@ class Call:
         if self.session.redact is not None:
             data = self._redact_or_record(data, "response")
         event = self._event(response=data, extra=extra)
-        if self._annotating:
+        if self.annotating:
             attrs = self._end_attributes(data, attributes)
             if self._capture:
                 # The whole step, for `rewind import` from the user's backend (fleet recording).
@@ -339,7 +357,7 @@ class Call:
         self, exc: BaseException, record: Mapping[str, Any], extra: Mapping[str, Any] | None = None
     ) -> Event:
         event = self._event(error=record, extra=extra)
-        if self._annotating:
+        if self.annotating:
             self._annotate_error(exc, record)
             if self._capture:
                 self.span.set_attributes(content_capture.event_attributes(event))
@@ -458,16 +476,19 @@ class Call:
         if session.writer is None:
             span.end()
             return
-        if span.is_recording():
-            span_id = span.get_span_context().span_id
-            PARCELS[span_id] = Parcel(session, event)
-            span.end()
-            if PARCELS.pop(span_id, None) is None:
-                return  # the exporter wrote it
-        else:
-            span.end()
-        # No exporter took the event (span not exported, or the export failed):
-        # write it here, where a failure raises instead of losing the step.
+        if not self._direct:
+            # The span exporter writes the event, so a span the application sees and the
+            # line in the file come from one path.
+            if span.is_recording():
+                span_id = span.get_span_context().span_id
+                PARCELS[span_id] = Parcel(session, event)
+                span.end()
+                if PARCELS.pop(span_id, None) is None:
+                    return  # the exporter wrote it
+            else:
+                span.end()
+        # Nothing listens (no SDK span), or no exporter took the event (span not exported,
+        # or the export failed): write it here, where a failure raises instead of losing the step.
         try:
             session.writer.write(event)
         except TraceWriteError:
@@ -479,7 +500,7 @@ class Call:
         if self._ended:
             return
         self._ended = True
-        if self._annotating:
+        if self.annotating:
             self._annotate_error(exc)
         self.span.end()
 
@@ -541,13 +562,19 @@ def begin_call(
     *,
     span_name: str | None = None,
     attributes: Mapping[str, Any] | None = None,
+    describe: Describe | None = None,
 ) -> Call | None:
-    """Start intercepting a call, or return ``None`` when no session is active."""
+    """Start intercepting a call, or return ``None`` when no session is active.
+
+    ``describe`` gives the span's name and start attributes in place of ``span_name`` /
+    ``attributes``; it runs only when the span can reach anyone (an instrumentor's
+    attributes cost a few microseconds a call that no one may read).
+    """
     sessions = _SESSIONS or _sessions()
     session = sessions.current_session()
     if session is None:
         sessions.warn_if_threadless(kind, name)
         return None
     call = Call(session, kind, name, request)
-    call._start_span(span_name, attributes)
+    call._start_span(span_name, attributes, describe)
     return call

@@ -171,6 +171,70 @@ def test_a_replay_nobody_observes_builds_no_spans_until_someone_listens(run_pyth
     assert [s["gen_ai.operation.name"] for s in out["spans"]].count("invoke_agent") == 1  # its run's root
 
 
+UNOBSERVED_RECORD = r"""
+import json, os
+from opentelemetry import trace
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+import rewind
+from rewind.telemetry import TRACERS
+
+seen = []
+
+@rewind.tool
+def search(query):
+    span = trace.get_current_span()
+    context = span.get_span_context()
+    seen.append({"query": query, "recording": span.is_recording(), "valid": context.is_valid,
+                 "trace_id": context.trace_id, "flags": int(context.trace_flags),
+                 "state": context.trace_state.to_header()})
+    return {"hits": [query]}
+
+remote = trace.NonRecordingSpan(trace.SpanContext(
+    0xABC, 0x123, is_remote=True, trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED),
+    trace_state=trace.TraceState([("vendor", "v1")])))
+
+def agent():
+    search("root")
+    with trace.use_span(remote):
+        search("child")
+
+with rewind.record(os.environ["TRACE"] + ".quiet"):
+    agent()
+memory = InMemorySpanExporter()
+TRACERS.private_provider().add_span_processor(SimpleSpanProcessor(memory))
+with rewind.record(os.environ["TRACE"] + ".watched"):
+    agent()
+print(json.dumps({"seen": seen, "spans": [s.name for s in memory.get_finished_spans()]}))
+"""
+
+
+def test_a_recording_nobody_observes_propagates_the_span_context_its_span_would_have(
+    run_python, trace_path: Path
+) -> None:
+    """With no OpenTelemetry configured, a recorded call builds no SDK span and writes its
+    event itself; the context current while it runs is the one the span would have had."""
+    result = run_python(UNOBSERVED_RECORD, env={"TRACE": str(trace_path)})
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    quiet_root, quiet_child, watched_root, watched_child = out["seen"]
+    assert not quiet_root["recording"] and not quiet_child["recording"]
+    assert watched_root["recording"] and watched_child["recording"]  # someone listens: real spans
+    assert out["spans"].count("execute_tool search") == 2
+    for quiet, watched in ((quiet_root, watched_root), (quiet_child, watched_child)):
+        assert quiet["valid"] and quiet["flags"] == watched["flags"] and quiet["state"] == watched["state"]
+    assert quiet_child["trace_id"] == watched_child["trace_id"] == 0xABC  # the caller's trace
+    assert quiet_child["state"] == "vendor=v1"
+    assert quiet_root["trace_id"] not in (0, 0xABC)  # a trace of its own, as a root span starts one
+
+    def steps(path: Path) -> list[dict]:
+        return [{k: v for k, v in e.items() if k not in ("ts", "duration_ms")} for e in file_events(path)]
+
+    quiet_steps = steps(Path(f"{trace_path}.quiet"))
+    assert [e["request"] for e in quiet_steps] == [{"query": "root"}, {"query": "child"}]
+    assert quiet_steps == steps(Path(f"{trace_path}.watched"))
+
+
 RUNS = r"""
 import json, os
 from opentelemetry import trace
