@@ -239,6 +239,7 @@ def test_a_hand_edited_trace_opens_cleanly(page: Page, tmp_path: Path) -> None:
     write_report(trace, target)
     open_report(page, target)
     assert "not valid JSON" in click_step(page, 1)
+    assert page.evaluate("window.rewindReport.trace.steps[1].model") == "gpt-4o-2024-08-06"  # from the intact head
     assert "Book the Hotel Paris" in click_step(page, 3)
     assert page.problems() == []
 
