@@ -111,9 +111,10 @@ if _orjson is not None:
         _orjson.OPT_PASSTHROUGH_SUBCLASS | _orjson.OPT_PASSTHROUGH_DATACLASS | _orjson.OPT_PASSTHROUGH_DATETIME
     )
     _SORTED = _PASSTHROUGH | _orjson.OPT_SORT_KEYS
-# Where orjson's bytes may differ from the standard library's: a float below 1e-4
-# (repr writes 1e-05, orjson 0.00001 or 1e-8), a null (orjson writes NaN and the
-# infinities as null, the standard library as NaN/Infinity) and a marker-shaped key
+# Where orjson's bytes may differ from the standard library's (what the byte scan of
+# ``_scanned_dumps`` looks for; the type walk of ``_plain_items`` rules them out): a float
+# below 1e-4 (repr writes 1e-05, orjson 0.00001 or 1e-8), a null (orjson writes NaN and
+# the infinities as null, the standard library as NaN/Infinity) and a marker-shaped key
 # (see ``request_text``). A hit inside a string only costs the fast path.
 # A marker-shaped dict has one key, so it starts right after its brace. The regex's
 # literal prefix starts with a rare byte: faster than a substring search here.
@@ -127,6 +128,69 @@ def fast_dumps(value: Any, *, sort_keys: bool = False) -> bytes | None:
     differently. Callers fall back to the standard library on ``None``."""
     if _orjson is None:
         return None
+    option = _SORTED if sort_keys else _PASSTHROUGH
+    try:
+        out: bytes = _orjson.dumps(value, option=option)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError; the padded dump below refuses it too
+        return None
+    # The proof by type: a value built only of the exact JSON types, with no float the
+    # two encoders spell apart, is written alike. Walking costs per node and scanning
+    # per byte, so the walk gets a node budget from the size it produced: string-heavy
+    # values (chat messages) are proven by a short walk, node-dense ones by the scan.
+    try:
+        if _plain_items((value,), 0, _BASE_NODES + len(out) // _BYTES_PER_NODE) >= 0:
+            return out
+    except (RecursionError, RuntimeError):  # a stack already near its limit; a dict resized by another thread
+        pass
+    return _scanned_dumps(value, option)
+
+
+#: The type walk's node budget: this many nodes, plus one per this many output bytes.
+#: A node costs the walk about what some 40 bytes cost the scan, and the scan has a
+#: fixed cost of its own (a second, padded dump) that a few nodes never reach.
+_BASE_NODES = 8
+_BYTES_PER_NODE = 40
+#: Floats from here up (to the largest finite one) and zero are spelled alike.
+_SMALLEST_ALIKE = 1e-4
+_LARGEST_FLOAT = 1.7976931348623157e308
+
+
+def _plain_items(items: Any, depth: int, budget: int) -> int:
+    """The node budget left after proving ``items`` (a sized iterable) plain JSON data
+    that orjson and the standard library spell alike, or -1 when that is not proven
+    (a float below 1e-4 or not finite, any type but the exact JSON ones, nesting
+    deeper than ``MAX_DEPTH``, or the budget spent): the byte scan decides then.
+
+    Exact types only: ``Enum``, ``UUID``, ``orjson.Fragment`` and subclasses are what
+    orjson writes its own way; a dict's keys are strings (orjson refused any other).
+    Marker-shaped dicts and ``None`` need no check in plain data: both encoders write
+    them as they are."""
+    budget -= len(items)
+    if budget < 0 or depth >= MAX_DEPTH:
+        return -1
+    for item in items:
+        cls = type(item)  # most common first: strings, then containers
+        if cls is str:
+            continue
+        if cls is dict:
+            budget = _plain_items(item.values(), depth + 1, budget)
+            if budget < 0:
+                return -1
+        elif cls is list or cls is tuple:
+            budget = _plain_items(item, depth + 1, budget)
+            if budget < 0:
+                return -1
+        elif cls is float:
+            if not (_SMALLEST_ALIKE <= abs(item) <= _LARGEST_FLOAT or item == 0.0):
+                return -1
+        elif not (cls is int or cls is bool or item is None):
+            return -1
+    return budget
+
+
+def _scanned_dumps(value: Any, option: int) -> bytes | None:
+    """``fast_dumps`` for values the type walk did not prove: orjson's bytes, scanned for
+    every place its spelling may differ, with nesting bounded by its recursion limit."""
     # Encoded inside just enough lists that orjson's own recursion limit refuses a value
     # nesting deeper than MAX_DEPTH (see exact_loads): the depth check costs no scan.
     padding = _take_padding(MAX_DEPTH)
@@ -135,7 +199,7 @@ def fast_dumps(value: Any, *, sort_keys: bool = False) -> bytes | None:
     outer, inner = padding
     inner.append(value)
     try:
-        padded: bytes = _orjson.dumps(outer, option=_SORTED if sort_keys else _PASSTHROUGH)
+        padded: bytes = _orjson.dumps(outer, option=option)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
         return None
     finally:
@@ -179,7 +243,9 @@ def exact_loads(raw: bytes, *, max_depth: int | None = None) -> dict[str, Any] |
         data = _orjson.loads(raw)
         if type(data) is not dict:
             return None
-        if max_depth is None:
+        if max_depth is None or (len(raw) <= _COUNTED_BELOW and raw.count(b"{") + raw.count(b"[") <= max_depth):
+            # Unbounded, or a short text with too few brackets to nest that deep (for a
+            # few hundred bytes, counting them costs less than the padded write).
             return data if _orjson.dumps(data) == raw else None
         padding = _take_padding(max_depth)
         if padding is None:
@@ -198,6 +264,9 @@ def exact_loads(raw: bytes, *, max_depth: int | None = None) -> dict[str, Any] |
         return None
     return data
 
+
+#: Up to this many bytes, ``exact_loads`` bounds depth by counting brackets.
+_COUNTED_BELOW = 1024
 
 _PADDINGS = threading.local()
 _DEPTH_LIMIT: list[int] = []

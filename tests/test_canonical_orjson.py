@@ -6,17 +6,25 @@ it accepts byte for byte as ``json`` does (sorted keys, ``ensure_ascii=False``,
 compact separators), and fall back to ``json`` for everything it might spell
 differently: floats below 1e-4, NaN and the infinities, integers beyond 64 bits,
 lone surrogates, non-string keys, subclasses, marker-shaped dicts, deep nesting.
+
+orjson's bytes are proven alike in one of two ways, and every property below runs
+with each forced (``PROOFS``): a walk over the value's types (exact JSON types, floats
+spelled alike), or a scan of the bytes for the spellings that differ.
 """
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime
 import enum
 import json
 import math
+import sys
 import uuid
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -126,40 +134,65 @@ anything = st.recursive(
 
 SETTINGS = settings(max_examples=700, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
+#: How fast_dumps proves orjson's bytes: as it chooses, by the type walk whenever it can,
+#: or by the byte scan always.
+PROOFS = ["chosen", "walk", "scan"]
+
+
+@contextmanager
+def proven_by(proof: str) -> Iterator[None]:
+    """Force the walk (a budget no value exhausts) or the scan (no budget at all)."""
+    saved = canonical._BASE_NODES, canonical._BYTES_PER_NODE
+    if proof == "walk":
+        canonical._BASE_NODES, canonical._BYTES_PER_NODE = 1 << 40, 1
+    elif proof == "scan":
+        canonical._BASE_NODES, canonical._BYTES_PER_NODE = -1, 1 << 40
+    try:
+        yield
+    finally:
+        canonical._BASE_NODES, canonical._BYTES_PER_NODE = saved
+
 
 def stdlib_line(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
 
 
+@pytest.mark.parametrize("proof", PROOFS)
 @SETTINGS
-@given(plain)
-def test_sorted_fast_path_is_the_canonical_text_or_steps_aside(value: Any) -> None:
+@given(value=plain)
+def test_sorted_fast_path_is_the_canonical_text_or_steps_aside(proof: str, value: Any) -> None:
     expected = canonical_text(value)
-    fast = fast_dumps(value, sort_keys=True)
+    with proven_by(proof):
+        fast = fast_dumps(value, sort_keys=True)
+        text = request_text(value)
     if fast is not None:
         assert expected is not None
         assert fast == expected.encode("utf-8", "surrogatepass")
-    assert request_text(value) == expected
+    assert text == expected
 
 
+@pytest.mark.parametrize("proof", PROOFS)
 @SETTINGS
-@given(plain)
-def test_unsorted_fast_path_is_the_stdlib_line_or_steps_aside(value: Any) -> None:
+@given(value=plain)
+def test_unsorted_fast_path_is_the_stdlib_line_or_steps_aside(proof: str, value: Any) -> None:
+    with proven_by(proof):
+        fast = fast_dumps(value)
     try:
         expected = stdlib_line(value)
     except (TypeError, ValueError):
-        assert fast_dumps(value) is None
+        assert fast is None
         return
-    fast = fast_dumps(value)
     assert fast is None or fast == expected
 
 
+@pytest.mark.parametrize("proof", PROOFS)
 @SETTINGS
-@given(anything)
-def test_request_text_of_any_value_is_what_a_call_would_record(value: Any) -> None:
+@given(value=anything)
+def test_request_text_of_any_value_is_what_a_call_would_record(proof: str, value: Any) -> None:
     """For values canonical_text refuses, request_text is None or the text the call
     builds instead (canonical JSON of to_jsonable): the fingerprint is the same."""
-    text = request_text(value)
+    with proven_by(proof):
+        text = request_text(value)
     expected = canonical_text(value)
     if expected is not None:
         assert text == expected
@@ -169,11 +202,13 @@ def test_request_text_of_any_value_is_what_a_call_would_record(value: Any) -> No
             assert text == canonical_json(to_jsonable(value))
 
 
+@pytest.mark.parametrize("proof", PROOFS)
 @pytest.mark.parametrize("value", [*EDGE_FLOATS, *EDGE_INTS, *EDGE_TEXT, *ODD], ids=repr)
-def test_edge_values(value: Any) -> None:
+def test_edge_values(value: Any, proof: str) -> None:
     for wrapped in (value, [value], {"k": value}, {"k": [value, {"z": value, "a": 1}]}):
         expected = canonical_text(wrapped)
-        fast = fast_dumps(wrapped, sort_keys=True)
+        with proven_by(proof):
+            fast = fast_dumps(wrapped, sort_keys=True)
         if fast is None:
             continue
         if expected is None:  # an Enum or a UUID: what the call records through to_jsonable
@@ -193,27 +228,105 @@ def test_orjson_refusals_fall_back(value: Any) -> None:
     assert fast_dumps([value]) is None
 
 
-@pytest.mark.parametrize("value", [1e-5, -2.5e-8, math.nan, math.inf, None, {"__bytes_hex__": "00"}], ids=repr)
-def test_spellings_that_differ_fall_back(value: Any) -> None:
-    assert fast_dumps({"v": value}, sort_keys=True) is None
+@pytest.mark.parametrize("proof", PROOFS)
+@pytest.mark.parametrize("value", [1e-5, -2.5e-8, math.nan, math.inf, -math.inf], ids=repr)
+def test_spellings_that_differ_fall_back(value: Any, proof: str) -> None:
+    with proven_by(proof):
+        assert fast_dumps({"v": value}, sort_keys=True) is None
+        assert fast_dumps([{"v": [value]}, "text " * 100]) is None
 
 
-def test_deep_nesting_falls_back_and_shallow_many_brackets_does_not() -> None:
+@pytest.mark.parametrize("value", [None, {"__bytes_hex__": "00"}, {"__rewind_literal__": {"a": None}}], ids=repr)
+def test_plain_values_the_scan_refuses_are_proven_by_the_walk(value: Any) -> None:
+    """A null or a marker-shaped dict is spelled alike in plain data; only the scan, which
+    cannot tell a null from a NaN or plain data from an Enum's, has to refuse them."""
+    wrapped = {"v": value, "messages": [{"role": "user", "content": "hi"}]}
+    with proven_by("scan"):
+        assert fast_dumps(wrapped, sort_keys=True) is None
+    assert fast_dumps(wrapped, sort_keys=True) == canonical_text(wrapped).encode()  # type: ignore[union-attr]
+
+
+@SETTINGS
+@given(floats)
+def test_the_walk_accepts_only_floats_spelled_alike(value: float) -> None:
+    if canonical._plain_items((value,), 0, 1) >= 0:
+        assert orjson.dumps(value) == json.dumps(value).encode()
+    else:
+        assert not 1e-4 <= abs(value) <= 1.7976931348623157e308 and value != 0.0
+
+
+NOT_PLAIN = [
+    *(value for value in ODD if type(value) not in (dict, tuple)),
+    orjson.Fragment(b'{"a":1}'),
+    collections.OrderedDict(a=1),
+]
+
+
+@pytest.mark.parametrize("value", NOT_PLAIN, ids=lambda v: type(v).__name__)
+def test_the_walk_takes_exact_json_types_only(value: Any) -> None:
+    """Enums, UUIDs, orjson fragments, subclasses, sets, bytes …: orjson writes them its
+    own way (or refuses them); the walk never vouches for one, at any depth."""
+    for wrapped in (value, [value], {"k": [1, {"z": value}]}):
+        assert canonical._plain_items((wrapped,), 0, 1 << 40) == -1
+
+
+def test_a_node_dense_value_is_proven_by_the_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past its node budget the walk stops and the byte scan decides; for string-heavy
+    values the walk decides alone."""
+    scanned: list[Any] = []
+    scan = canonical._scanned_dumps
+
+    def spy(value: Any, option: int) -> bytes | None:
+        scanned.append(value)
+        return scan(value, option)
+
+    monkeypatch.setattr(canonical, "_scanned_dumps", spy)
+    dense = {"tools": [{"name": f"t{i}", "parameters": {"a": 1, "b": [True, None]}} for i in range(200)]}
+    assert fast_dumps(dense, sort_keys=True) is None  # the scan refuses its nulls
+    assert scanned == [dense]
+    chat = {"messages": [{"role": "user", "content": "word " * 80, "name": None}] * 12, "temperature": 0.2}
+    assert fast_dumps(chat, sort_keys=True) == canonical_text(chat).encode()  # type: ignore[union-attr]
+    assert scanned == [dense]
+
+
+def test_a_stack_near_its_limit_falls_back_to_the_scan() -> None:
+    value = {"messages": [{"role": "user", "content": "hi"}], "temperature": 0.5}
+
+    def nested(levels: int) -> bytes | None:
+        if levels:
+            return nested(levels - 1)
+        return fast_dumps(value, sort_keys=True)
+
+    limit = sys.getrecursionlimit()
+    for headroom in range(1, 12):
+        try:
+            out = nested(limit - headroom)
+        except RecursionError:
+            continue
+        assert out == canonical_text(value).encode()  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("proof", PROOFS)
+def test_deep_nesting_falls_back_and_shallow_many_brackets_does_not(proof: str) -> None:
     deep: list[Any] = []
     node = deep
     for _ in range(canonical.MAX_DEPTH + 5):
         child: list[Any] = []
         node.append(child)
         node = child
-    assert fast_dumps(deep) is None
     wide = [{"a": [1]} for _ in range(500)]
-    assert fast_dumps(wide) == stdlib_line(wide)
+    with proven_by(proof):
+        assert fast_dumps(deep) is None
+        assert fast_dumps(wide) == stdlib_line(wide)
 
 
 def test_the_plain_fast_path_is_taken() -> None:
-    """An ordinary chat request goes through orjson (the point of the dependency)."""
-    request = {"messages": [{"role": "user", "content": "hi ☕"}], "model": "m", "temperature": 0.5}
-    assert fast_dumps(request, sort_keys=True) == canonical_text(request).encode()  # type: ignore[union-attr]
+    """An ordinary chat request goes through orjson (the point of the dependency), proven
+    by the type walk, nulls and all."""
+    request = {"messages": [{"role": "user", "content": "hi ☕", "name": None}], "model": "m", "temperature": 0.5}
+    with proven_by("chosen"):
+        assert fast_dumps(request, sort_keys=True) == canonical_text(request).encode()  # type: ignore[union-attr]
+    assert canonical._plain_items((request,), 0, canonical._BASE_NODES) >= 0
 
 
 @SETTINGS
