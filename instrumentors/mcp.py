@@ -85,6 +85,11 @@ class MCPProvider(Provider):
     name = "mcp"
     package = "mcp"
 
+    def __init__(self) -> None:
+        super().__init__()
+        #: Revival types by import path: the model class, or ``False`` for none (checked once).
+        self._models: dict[str, type[BaseModel] | bool] = {}
+
     def make_kit(self) -> Kit:
         return Kit()  # pydantic types (model_validate); no streams, no HTTP wrappers
 
@@ -165,33 +170,35 @@ class MCPProvider(Provider):
         return transport_hook() if surface.operation == _TRANSPORT else _hook(surface)
 
     # -- identity and telemetry ---------------------------------------------------------
-    def step(self, surface: Surface, arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any], str, dict[str, Any]]:
-        """(step name, request, span name, span attributes) of one call."""
-        attrs: dict[str, Any] = {"mcp.method.name": surface.path}
-        request: dict[str, Any] = {}
+    def step(self, surface: Surface, arguments: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        """(step name, request) of one call."""
+        request: dict[str, Any]
         if surface.method == "call_tool":
             tool = str(arguments.get("name"))
             args = arguments.get("arguments")
             request = {"name": tool, "arguments": dict(args) if isinstance(args, Mapping) else {}}
-            name, span = tool, f"execute_tool {tool}"
-            attrs["gen_ai.tool.type"] = "extension"
-            for key in _ROUND_KEYS:
-                if arguments.get(key) is not None:
-                    request[key] = arguments[key]
+            name = tool
         elif surface.method == "read_resource":
-            uri = str(arguments.get("uri"))
-            request["uri"] = uri
-            attrs["mcp.resource.uri"] = uri
-            name, span = surface.name, f"{surface.path} {uri}"
-            for key in _ROUND_KEYS:
-                if arguments.get(key) is not None:
-                    request[key] = arguments[key]
+            request = {"uri": str(arguments.get("uri"))}
+            name = surface.name
         else:
-            request = _request(arguments)
-            name, span = surface.name, surface.path
-            if "uri" in request:
-                attrs["mcp.resource.uri"] = request["uri"]
-        return name, request, span, attrs
+            return surface.name, _request(arguments)
+        for key in _ROUND_KEYS:
+            if arguments.get(key) is not None:
+                request[key] = arguments[key]
+        return name, request
+
+    def span(self, surface: Surface, instance: Any, request: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+        """Span name and start attributes of the call whose request is ``request``."""
+        attrs: dict[str, Any] = {"mcp.method.name": surface.path}
+        if surface.method == "call_tool":
+            attrs["gen_ai.tool.type"] = "extension"
+            return f"execute_tool {request['name']}", attrs
+        if "uri" in request:
+            attrs["mcp.resource.uri"] = request["uri"]
+        if surface.method == "read_resource":
+            return f"{surface.path} {request['uri']}", attrs
+        return surface.path, attrs
 
     def response_attributes(self, surface: Surface, data: Any) -> dict[str, Any]:
         if surface.method == "call_tool" and isinstance(data, dict) and data.get("isError") is True:
@@ -219,13 +226,17 @@ class MCPProvider(Provider):
             return data  # a raw dict live too (send_discover)
         if isinstance(type_name, str) and type_name.isidentifier():
             path = f"{_TYPES}:{type_name}"
-        type_ = self.type_of(path)  # mcp.types is imported already: the session module uses it
-        if not (isinstance(type_, type) and issubclass(type_, BaseModel)):
+        model = self._models.get(path)
+        if model is None:
+            type_ = self.type_of(path)  # mcp.types is imported already: the session module uses it
+            model = type_ if isinstance(type_, type) and issubclass(type_, BaseModel) else False
+            self._models[path] = model
+        if model is False:
             # A trace names only a model class of mcp.types; anything else is served as data.
             self._fallback(path, "mcp.types has no such model")
             return data
         try:
-            return self.kit.parse(type_, data)
+            return self.kit.parse(model, data)
         except Exception as exc:  # any revival failure degrades to the dict
             self._fallback(path, f"{type(exc).__name__}: {exc}")
             return data
@@ -303,6 +314,7 @@ def _bind(wrapped: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[st
 def _hook(surface: Surface) -> Callable[..., Any]:
     provider: MCPProvider = surface.provider  # type: ignore[assignment]
     kind = _KINDS[surface.operation]
+    owner = f"mcp.ClientSession.{surface.method}"
 
     async def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if NESTED.get():  # list_tools inside a live call_tool (2.x output-schema refresh)
@@ -310,12 +322,12 @@ def _hook(surface: Surface) -> Callable[..., Any]:
         arguments = _bind(wrapped, args, kwargs)
         if arguments is None:
             return await wrapped(*args, **kwargs)
-        name, request, span_name, attributes = provider.step(surface, arguments)
-        call = begin_call(kind, name, request, span_name=span_name, attributes=attributes)
+        name, request = provider.step(surface, arguments)
+        call = begin_call(kind, name, request, describe=lambda: provider.span(surface, instance, request))
         if call is None:
             return await wrapped(*args, **kwargs)
         if kind == "tool":
-            call.session.note_owner(kind, name, f"mcp.ClientSession.{surface.method}")
+            call.session.note_owner(kind, name, owner)
         if call.replaying:
             if surface.method in _HANDSHAKES and call.session.mode == "fork":
                 await _handshake_live(wrapped, args, kwargs)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,7 @@ from opentelemetry.sdk.trace import Tracer as SdkTracer
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from ._channel import PARCELS
+from ._span_errors import annotate, exported_message, request_credentials
 
 if TYPE_CHECKING:
     from .core import Call
@@ -109,6 +111,7 @@ class _TracerSource:
         self._last_tracer: trace_api.Tracer | None = None
         self._checked: Any = None
         self._checked_is_sdk = False
+        self._no_global = False
 
     def tracer(self) -> trace_api.Tracer:
         provider = trace_api.get_tracer_provider()
@@ -134,7 +137,15 @@ class _TracerSource:
         """Whether a span made now could reach anyone but rewind itself: an application
         provider (its exporters, its sampler's decisions) or a processor someone added
         to rewind's private one."""
-        provider = trace_api.get_tracer_provider()
+        provider = getattr(trace_api, "_TRACER_PROVIDER", None)
+        if provider is None:
+            if self._no_global:
+                return self._private is not None and self._private.observed
+            provider = trace_api.get_tracer_provider()
+            # get_tracer_provider() looks for OTEL_PYTHON_TRACER_PROVIDER in the environment
+            # on every call until a provider is set (a microsecond a call): one look that
+            # found none is enough. A provider set later in code is seen above.
+            self._no_global = hasattr(trace_api, "_TRACER_PROVIDER") and trace_api._TRACER_PROVIDER is None
         if provider is not self._checked:
             # Runs on every call: the ABC isinstance check only when the provider changes.
             self._checked, self._checked_is_sdk = provider, isinstance(provider, TracerProvider)
@@ -202,7 +213,9 @@ class RunSpan:
         token = context_api.attach(trace_api.set_span_in_context(span))
         return cls(span, token)
 
-    def close(self, error: BaseException | None = None) -> None:
+    def close(self, error: BaseException | None = None, redact: Callable[[Any], Any] | None = None) -> None:
+        """End the span; ``error`` (what ended the run) goes on it as the steps' errors do,
+        through ``redact=`` and without the credentials of its request."""
         span, token = self._span, self._token
         self._span = self._token = None
         if span is None:
@@ -212,8 +225,7 @@ class RunSpan:
         if token is not None and trace_api.get_current_span() is span:
             context_api.detach(token)  # type: ignore[arg-type]
         if error is not None:
-            span.record_exception(error)
-            span.set_status(trace_api.Status(trace_api.StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+            annotate(span, error, exported_message(error, None, redact, request_credentials(error)))
         span.end()
 
 
