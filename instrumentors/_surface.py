@@ -483,7 +483,7 @@ class _Invocation:
                 return AsyncRaw(result, engine, streaming=streaming, is_async=True)
             return SyncRaw(result, engine, streaming=streaming, is_async=False)
         data = provider.dump(surface, result)
-        request_id = getattr(result, "_request_id", None)
+        request_id = request_id_of(result)
         call.succeed(
             data,
             extra={"request_id": request_id} if isinstance(request_id, str) else None,
@@ -569,6 +569,32 @@ class _Invocation:
         if self.raw_mode == "true" and kit.legacy_response is not None:
             return kit.legacy_response  # newer codegen answers with_raw_response with APIResponse
         return kit.async_api_response if self.surface.is_async else kit.api_response
+
+
+_DECLARES_REQUEST_ID: dict[type, bool] = {}
+
+
+def request_id_of(result: Any) -> Any:
+    """``getattr(result, "_request_id", None)``, without pydantic's cost of a miss.
+
+    SDKs whose models declare ``_request_id`` (openai, groq …) keep it as a private
+    attribute; for a pydantic model that does not (fireworks, together …), ``getattr``
+    ends in ``BaseModel.__getattr__`` raising ``AttributeError`` (microseconds a call).
+    Such a model can only hold it where that lookup would find it: its ``__dict__``
+    (set with ``object.__setattr__``) or its extra fields.
+    """
+    cls = type(result)
+    declares = _DECLARES_REQUEST_ID.get(cls)
+    if declares is None:
+        private = getattr(cls, "__private_attributes__", None)
+        declares = _DECLARES_REQUEST_ID[cls] = not isinstance(private, dict) or "_request_id" in private
+    if declares:
+        return getattr(result, "_request_id", None)
+    value = result.__dict__.get("_request_id")
+    if value is None:
+        extra = getattr(result, "__pydantic_extra__", None)
+        value = extra.get("_request_id") if isinstance(extra, dict) else None
+    return value
 
 
 def _wants_stream(surface: Surface, kwargs: Mapping[str, Any]) -> bool:

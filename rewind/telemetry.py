@@ -100,6 +100,44 @@ class _PrivateProvider(TracerProvider):
         return self._plain
 
 
+class StandInSpan(trace_api.NonRecordingSpan):
+    """What is current while a recorded call nobody observes runs, in place of its span.
+
+    Its span context is the one the private provider would have given the span: the
+    parent's trace (a new one at the root), a fresh span id, flags as the ``ALWAYS_ON``
+    sampler sets them. So what an SDK propagates into its request (``traceparent``) is
+    unchanged. The context is made when first read: most SDKs never read it, and ids,
+    flags and the context's checks are a few microseconds a call.
+    """
+
+    def __init__(self, parent: trace_api.Span, provider: _PrivateProvider) -> None:
+        super().__init__(None)  # type: ignore[arg-type]  # made on first read
+        self._parent = parent
+        self._provider = provider
+
+    def get_span_context(self) -> trace_api.SpanContext:
+        context = self._context
+        if context is None:
+            with _STAND_IN_LOCK:  # two threads reading it at once get the same ids
+                context = self._context
+                if context is None:
+                    context = self._context = self._make_context()
+        return context
+
+    def _make_context(self) -> trace_api.SpanContext:
+        parent = self._parent.get_span_context()
+        ids = self._provider.id_generator
+        if parent.is_valid:
+            trace_id, state = parent.trace_id, parent.trace_state
+            flags = _SAMPLED_RANDOM if getattr(parent.trace_flags, "random_trace_id", False) else _SAMPLED
+        else:
+            trace_id, state, flags = ids.generate_trace_id(), _NO_STATE, self._provider.root_flags
+        return trace_api.SpanContext(trace_id, ids.generate_span_id(), False, flags, state)
+
+
+_STAND_IN_LOCK = threading.Lock()
+
+
 class _TracerSource:
     """Resolves the tracer to use for each call; cheap when nothing changed."""
 
@@ -155,24 +193,12 @@ class _TracerSource:
 
     def stand_in_span(self) -> trace_api.Span | None:
         """A span for a recorded call nobody observes, or ``None`` when the caller must
-        start a real one (see ``_PrivateProvider.plain``).
-
-        No SDK span: only the context the private provider's span would have had (the
-        current span's trace, a fresh span id, flags as its ``ALWAYS_ON`` sampler sets
-        them), so what the SDK propagates into requests (``traceparent``) is unchanged.
-        """
+        start a real one (see ``_PrivateProvider.plain``): no SDK span, only the context
+        the private provider's span would have had (``StandInSpan``)."""
         provider = self._private or self.private_provider()
         if not provider.plain():
             return None
-        parent = trace_api.get_current_span().get_span_context()
-        ids = provider.id_generator
-        if parent.is_valid:
-            trace_id, state = parent.trace_id, parent.trace_state
-            flags = _SAMPLED_RANDOM if getattr(parent.trace_flags, "random_trace_id", False) else _SAMPLED
-        else:
-            trace_id, state, flags = ids.generate_trace_id(), _NO_STATE, provider.root_flags
-        context = trace_api.SpanContext(trace_id, ids.generate_span_id(), False, flags, state)
-        return trace_api.NonRecordingSpan(context)
+        return StandInSpan(trace_api.get_current_span(), provider)
 
     def uses_private_provider(self) -> bool:
         return not isinstance(trace_api.get_tracer_provider(), TracerProvider)
