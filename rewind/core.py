@@ -31,10 +31,11 @@ from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import SpanKind
 
 from . import content_capture
 from ._channel import PARCELS, Parcel
+from ._span_errors import annotate, exported_message, request_credentials, without_credentials
 from .canonical import canonical_json, canonical_text, ensure_jsonable, request_text, text_fingerprint, to_jsonable
 from .errors import DivergenceError, RedactionError, TraceFormatError, TraceWriteError
 from .replayed_error import decode_error, encode_error, is_cancellation, replayed_cancellation
@@ -349,48 +350,42 @@ class Call:
             return None
         else:
             record = dict(error) if error is not None else encode_error(exc)
+        # An error that quotes the credential its request carried keeps it on no span and in no file.
+        credentials = request_credentials(exc)
+        record = without_credentials(record, credentials)
         if self.session.redact is not None:
             record = self._redact_or_record(record, "error record")
-        return self._record_error(exc, record, extra)
+        return self._record_error(exc, record, extra, credentials)
 
     def _record_error(
-        self, exc: BaseException, record: Mapping[str, Any], extra: Mapping[str, Any] | None = None
+        self,
+        exc: BaseException,
+        record: Mapping[str, Any],
+        extra: Mapping[str, Any] | None = None,
+        credentials: frozenset[str] = frozenset(),
     ) -> Event:
         event = self._event(error=record, extra=extra)
         if self.annotating:
-            self._annotate_error(exc, record)
+            self._annotate_error(exc, record, credentials)
             if self._capture:
                 self.span.set_attributes(content_capture.event_attributes(event))
         self._commit(event)
         return event
 
-    def _annotate_error(self, exc: BaseException, record: Mapping[str, Any] | None = None) -> None:
-        """The exception on the span: as OpenTelemetry records it, or, under ``redact=``,
-        only its type and its message as redacted (a stack trace ends with the raw
-        message and chains its causes', so it is not exported)."""
-        if self.session.redact is None:
-            self.span.record_exception(exc)
-            self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"[:256]))
-        else:
-            message = self._redacted_message(exc, record)
-            self.span.add_event(
-                "exception",
-                {"exception.type": type(exc).__qualname__, "exception.message": message, "exception.escaped": "False"},
-            )
-            self.span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {message}"[:256]))
+    def _annotate_error(
+        self,
+        exc: BaseException,
+        record: Mapping[str, Any] | None = None,
+        credentials: frozenset[str] | None = None,
+    ) -> None:
+        """The exception on the span: as OpenTelemetry records it, or, under ``redact=``
+        or when it quotes a credential of its request, only its type and its message as
+        recorded (a stack trace ends with the raw message and chains its causes', so it
+        is not exported)."""
+        if credentials is None:
+            credentials = request_credentials(exc)
+        annotate(self.span, exc, exported_message(exc, record, self.session.redact, credentials))
         self.span.set_attributes(self._end_attributes(extra={"error.type": type(exc).__qualname__}))
-
-    def _redacted_message(self, exc: BaseException, record: Mapping[str, Any] | None) -> str:
-        """``exc``'s message through ``redact=`` (the recorded error's, when there is one)."""
-        redact = self.session.redact
-        assert redact is not None
-        if record is None:
-            try:
-                record = redact(encode_error(exc))
-            except Exception:
-                record = None
-        message = record.get("message") if isinstance(record, Mapping) else None
-        return message if isinstance(message, str) else "(message withheld: redact= could not scrub it)"
 
     # -- redaction ------------------------------------------------------------------
     def redacted(self, data: Any, what: str) -> Any:

@@ -180,7 +180,7 @@ class Session:
                 _ACTIVE.set(None)
             self._token = None
         try:
-            self._run_span.close(exc)
+            self._run_span.close(exc, self.redact)
             self._close(keep=exc_type is None)
             if exc_type is None:
                 self._check_consumption()
@@ -351,7 +351,6 @@ class Session:
         if self.break_at is not None and event.seq == self.break_at:
             # In the agent's own frame, honouring PYTHONBREAKPOINT (=0 disables, =ipdb.set_trace, …).
             breakpoints.pause(event, self.path)
-
 
 
 def _same_file(a: str, b: str) -> bool:

@@ -268,3 +268,69 @@ def test_a_low_entropy_secret_is_recoverable_from_the_fingerprint_unless_normali
     assert event.fingerprint not in guesses
     with rewind.replay(trace_path, normalize=drop_pin):
         assert unlock("front", "0000") is True  # the PIN is no longer part of the identity
+
+
+# -- an error that quotes the request's own credential ----------------------------------------
+
+ECHOED = r"""
+import os
+import anthropic, openai
+import rewind
+from rewind.integrations import patch_anthropic, patch_openai
+from rewind.stub_server import StubServer
+
+KEYS = json.loads(os.environ["KEYS"])
+patch_openai(); patch_anthropic()
+path = os.environ["TRACE"]
+scrub = (lambda payload: payload) if os.environ["REDACT"] == "yes" else None
+messages = [{"role": "user", "content": "hello"}]
+
+def quoting(key):  # a gateway that quotes the key it was given, as some proxies do
+    return {"error": {"message": f"Incorrect API key provided: {key}.", "type": "invalid_request_error"}}
+
+def agent(server):
+    oa = openai.OpenAI(base_url=server.openai_base_url, api_key=KEYS["client"], max_retries=0)
+    server.fail_next(401, body=quoting(KEYS["client"]))
+    try:
+        oa.chat.completions.create(model="gpt-4o-mini", messages=messages)
+    except openai.AuthenticationError:
+        pass
+    claude = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key=KEYS["anthropic"], max_retries=0)
+    server.fail_next(401, body=quoting(KEYS["anthropic"]))
+    try:
+        claude.messages.create(model="claude-stub", max_tokens=64, messages=messages)
+    except anthropic.AuthenticationError:
+        pass
+    # ... and one that ends the run: it is on the run's own span too.
+    server.fail_next(401, body=quoting(KEYS["client"]))
+    oa.chat.completions.create(model="gpt-4o-mini", messages=messages)
+
+with StubServer() as server:
+    for mode in (rewind.record, rewind.replay):
+        try:
+            with mode(path, redact=scrub):
+                agent(server)
+        except Exception as exc:  # the agent itself sees the error as the server sent it
+            assert KEYS["client"] in str(exc) or mode is rewind.replay, exc
+print(json.dumps(dump_spans()))
+"""
+
+
+@pytest.mark.parametrize("redact", ["no", "yes"])
+def test_an_error_quoting_its_own_key_reaches_no_file_and_no_span(run_python, tmp_path: Path, redact: str) -> None:
+    """A gateway may quote the key it was sent in its error. The request that failed says
+    what its credentials were, so rewind removes them from what it records and exports,
+    with or without a redactor (the live exception the agent gets is untouched)."""
+    pytest.importorskip("openai")
+    pytest.importorskip("anthropic")
+    env = {"TRACE": str(tmp_path / "run.rewind"), "KEYS": json.dumps(KEYS), "REDACT": redact}
+    result = run_python(SPANS + ECHOED, env=env, timeout=120)
+    assert result.returncode == 0, result.stderr
+    spans = json.loads(result.stdout.strip().splitlines()[-1])
+    assert _scan(_written(tmp_path), json.dumps(spans), KEYS) == {}
+    runs = [s for s in spans if s["name"] == "invoke_agent"]
+    assert len(runs) == 2 and all(s["status"][0] == "ERROR" for s in runs)
+    assert all("[credential removed by rewind]" in s["status"][1] for s in runs)
+    steps = Trace.load(tmp_path / "run.rewind").events
+    assert len(steps) == 3 and not any(step.ok for step in steps)
+    assert "Incorrect API key provided: [credential removed by rewind]." in steps[1].error["message"]
