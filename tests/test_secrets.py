@@ -334,3 +334,21 @@ def test_an_error_quoting_its_own_key_reaches_no_file_and_no_span(run_python, tm
     steps = Trace.load(tmp_path / "run.rewind").events
     assert len(steps) == 3 and not any(step.ok for step in steps)
     assert "Incorrect API key provided: [credential removed by rewind]." in steps[1].error["message"]
+
+
+def test_an_error_that_ends_the_run_reaches_the_run_span_redacted(run_python, tmp_path: Path) -> None:
+    program = EXCEPTIONS.replace(
+        'print(json.dumps(dump_spans()))',
+        '''try:
+    with rewind.record(os.environ["TRACE"] + ".2", redact=scrub):
+        login("bob")
+except PermissionError:
+    pass
+print(json.dumps(dump_spans()))''',
+    )
+    result = run_python(program, env={"TRACE": str(tmp_path / "run.rewind"), "SECRET": SECRET})
+    assert result.returncode == 0, result.stderr
+    spans = json.loads(result.stdout.strip().splitlines()[-1])
+    assert SECRET not in json.dumps(spans)
+    run = [s for s in spans if s["name"] == "invoke_agent" and s["status"][0] == "ERROR"]
+    assert [s["status"][1] for s in run] == ["PermissionError: token [redacted] rejected for bob"]
