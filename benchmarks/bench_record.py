@@ -29,7 +29,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import _common as c
 import _workload as w
@@ -38,6 +40,37 @@ import rewind
 
 TARGET_US = 80.0
 OBSERVED_TARGET_US = 150.0
+
+
+def timed_runs(
+    requests: list[dict[str, Any]],
+    path: Path,
+    *,
+    before: Callable[[], object] = lambda: None,
+    after: Callable[[], object] = lambda: None,
+) -> tuple[Callable[[], float], Callable[[], float]]:
+    """The undecorated loop over ``requests`` and the decorated one recording to ``path``,
+    each returning its CPU seconds (``before``/``after`` run inside the recorded timing)."""
+    recorded = rewind.llm(w.chat)
+
+    def plain() -> float:
+        w.reset_chat()
+        start = time.process_time()
+        for request in requests:
+            w.chat(**request)
+        return time.process_time() - start
+
+    def recording() -> float:
+        w.reset_chat()
+        before()
+        start = time.process_time()
+        with rewind.record(path):
+            for request in requests:
+                recorded(**request)
+        after()
+        return time.process_time() - start
+
+    return plain, recording
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,27 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.observed:
         return observed(args.calls, args.rounds)
 
-    requests = w.chat_requests(args.calls)
-    recorded = rewind.llm(w.chat)
     report = c.Reporter("record", f"record overhead: {args.calls:,} decorated chat calls")
     with tempfile.TemporaryDirectory(prefix="rewind-bench-") as tmp:
         path = Path(tmp) / "run.rewind"
-
-        def plain() -> float:
-            w.reset_chat()
-            start = time.process_time()
-            for request in requests:
-                w.chat(**request)
-            return time.process_time() - start
-
-        def recording() -> float:
-            w.reset_chat()
-            start = time.process_time()
-            with rewind.record(path):
-                for request in requests:
-                    recorded(**request)
-            return time.process_time() - start
-
+        plain, recording = timed_runs(w.chat_requests(args.calls), path)
         recording()  # warm up: imports, the tracer provider
         plain_s, record_s = c.best_of(args.rounds, plain, recording)
         parse_s, span_s = c.best_of(args.rounds, c.read_and_parse(path), c.bare_spans(args.calls))
@@ -115,29 +131,11 @@ def observed(calls: int, rounds: int) -> int:
     provider.add_span_processor(processor)
     trace.set_tracer_provider(provider)
 
-    requests = w.chat_requests(calls)
-    recorded = rewind.llm(w.chat)
     report = c.Reporter("record", f"record overhead, observed: {calls:,} calls, BatchSpanProcessor")
     with tempfile.TemporaryDirectory(prefix="rewind-bench-") as tmp:
         path = Path(tmp) / "run.rewind"
-
-        def plain() -> float:
-            w.reset_chat()
-            start = time.process_time()
-            for request in requests:
-                w.chat(**request)
-            return time.process_time() - start
-
-        def recording() -> float:
-            w.reset_chat()
-            exporter.clear()
-            start = time.process_time()  # all threads: the batch worker's exports count too
-            with rewind.record(path):
-                for request in requests:
-                    recorded(**request)
-            processor.force_flush()
-            return time.process_time() - start
-
+        # process_time counts all threads: the batch worker's exports are part of the cost.
+        plain, recording = timed_runs(w.chat_requests(calls), path, before=exporter.clear, after=processor.force_flush)
         recording()
         spans = [s for s in exporter.get_finished_spans() if s.attributes and "rewind.seq" in s.attributes]
         assert len(spans) == calls, f"{len(spans)} call spans exported, expected {calls}"
