@@ -7,11 +7,11 @@ response / stream that the instrumentor revives as the SDK's own objects. A faul
 served once, in front of the recorded step, so an agent that retries is answered from
 the recording (see ``WhatIfMatcher``).
 
-Provider errors (rate limit, server error, overloaded, timeout, connection reset) are
-made for the SDKs built on the same generated client: openai, anthropic, groq, together
-and fireworks. Response faults (empty content, malformed tool-call arguments) know
-OpenAI chat completions and Anthropic messages; stream faults work on any recorded
-stream; tool and retrieval faults on any ``@rewind.tool`` / ``@rewind.memory`` step.
+Provider errors (rate limit, server error, overloaded, timeout) are made for every
+instrumented SDK, each as that SDK delivers it (``provider_errors``). Response faults
+(empty content, malformed tool-call arguments) know OpenAI chat completions and
+Anthropic messages; stream faults (connection reset, truncated stream) work on any
+recorded stream; tool and retrieval faults on any ``@rewind.tool`` / ``@rewind.memory`` step.
 """
 
 from __future__ import annotations
@@ -23,13 +23,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..trace import Event, PathLike, Trace
+from .provider_errors import provider_error
+from .provider_errors import sdk_of as sdk_of  # re-exported: it lived here
 
 if TYPE_CHECKING:
     from ..session import Normalizer, Redactor, Session
-
-#: SDK module (the first part of a recorded call's name) -> it has the generated client's error classes.
-STAINLESS_SDKS = frozenset({"openai", "anthropic", "groq", "together", "fireworks"})
-_REQUEST_ID = "req_rewind_fault"
 
 
 class FaultError(ValueError):
@@ -73,37 +71,6 @@ class Fault:
 # --------------------------------------------------------------------------- helpers
 
 
-def sdk_of(event: Event) -> str | None:
-    """The generated-client SDK that made this llm call, or ``None``."""
-    module = event.name.split(".", 1)[0]
-    return module if event.kind == "llm" and module in STAINLESS_SDKS else None
-
-
-def _status_error(sdk: str, qualname: str, status: int, body: Any, headers: Mapping[str, str]) -> dict[str, Any]:
-    """An error record shaped like the ones recorded from the SDK's own status errors."""
-    text = json.dumps(body)
-    message = f"Error code: {status} - {body}"
-    return {
-        "type": f"{sdk}.{qualname}",
-        "module": sdk,
-        "qualname": qualname,
-        "message": message,
-        "attrs": {"message": message, "status_code": status, "request_id": _REQUEST_ID},
-        "response": {
-            "status_code": status,
-            "headers": {"content-type": "application/json", "x-request-id": _REQUEST_ID, **headers},
-            "text": text,
-        },
-        "body": body,
-    }
-
-
-def _error_body(sdk: str, kind: str, message: str) -> Any:
-    if sdk == "anthropic":
-        return {"type": "error", "error": {"type": kind, "message": message}}
-    return {"error": {"message": message, "type": kind, "code": kind}}
-
-
 def _plain_error(module: str, qualname: str, message: str) -> dict[str, Any]:
     return {"type": f"{module}.{qualname}", "module": module, "qualname": qualname, "message": message}
 
@@ -130,37 +97,15 @@ def _cut(chunks: list[Any], rng: random.Random) -> int:
 # --------------------------------------------------------------------------- the faults
 
 
-def _rate_limit(event: Event, rng: random.Random, options: FaultOptions) -> dict[str, Any] | None:
-    sdk = sdk_of(event)
-    if sdk is None:
-        return None
-    body = _error_body(sdk, "rate_limit_error" if sdk == "anthropic" else "rate_limit_exceeded", "Rate limit reached.")
-    return {"error": _status_error(sdk, "RateLimitError", 429, body, {"retry-after": options.retry_after})}
+def _provider_fault(fault: str) -> Builder:
+    """A builder of one provider fault: the error its SDK raises (``provider_errors``)."""
 
+    def build(event: Event, rng: random.Random, options: FaultOptions) -> dict[str, Any] | None:
+        error = provider_error(fault, event, options.retry_after)
+        return None if error is None else {"error": error}
 
-def _server_error(event: Event, rng: random.Random, options: FaultOptions) -> dict[str, Any] | None:
-    sdk = sdk_of(event)
-    if sdk is None:
-        return None
-    body = _error_body(sdk, "api_error" if sdk == "anthropic" else "server_error", "Internal server error.")
-    return {"error": _status_error(sdk, "InternalServerError", 500, body, {})}
-
-
-def _overloaded(event: Event, rng: random.Random, options: FaultOptions) -> dict[str, Any] | None:
-    sdk = sdk_of(event)
-    if sdk is None:
-        return None
-    # Anthropic has a class of its own for 529; the others map every 5xx to InternalServerError.
-    qualname = "OverloadedError" if sdk == "anthropic" else "InternalServerError"
-    body = _error_body(sdk, "overloaded_error", "Overloaded")
-    return {"error": _status_error(sdk, qualname, 529, body, {"retry-after": options.retry_after})}
-
-
-def _timeout(event: Event, rng: random.Random, options: FaultOptions) -> dict[str, Any] | None:
-    sdk = sdk_of(event)
-    if sdk is None:
-        return None
-    return {"error": _plain_error(sdk, "APITimeoutError", "Request timed out.")}
+    build.__name__ = f"_{fault}"
+    return build
 
 
 def _connection_reset(event: Event, rng: random.Random, options: FaultOptions) -> dict[str, Any] | None:
@@ -265,12 +210,14 @@ def _empty_retrieval(event: Event, rng: random.Random, options: FaultOptions) ->
 FAULTS: dict[str, Fault] = {
     fault.name: fault
     for fault in (
-        Fault("rate_limit", "HTTP 429 with retry-after (the SDK's RateLimitError)", _rate_limit),
-        Fault("server_error", "HTTP 500 (the SDK's InternalServerError)", _server_error),
+        Fault("rate_limit", "HTTP 429 with retry-after (the SDK's rate-limit error)", _provider_fault("rate_limit")),
+        Fault("server_error", "HTTP 500 (the SDK's server error)", _provider_fault("server_error")),
         Fault(
-            "overloaded", "HTTP 529 overloaded (anthropic.OverloadedError; InternalServerError elsewhere)", _overloaded
+            "overloaded",
+            "the provider is overloaded (529 or 503, as the provider says it), with retry-after",
+            _provider_fault("overloaded"),
         ),
-        Fault("timeout", "the request timed out (the SDK's APITimeoutError)", _timeout),
+        Fault("timeout", "the request timed out (the SDK's own timeout error)", _provider_fault("timeout")),
         Fault("connection_reset", "the connection dropped mid-stream (httpx.RemoteProtocolError)", _connection_reset),
         Fault("truncated_stream", "the stream ended early, without an error", _truncated_stream),
         Fault("empty_content", "the model answered with empty content and no tool calls", _empty_content),

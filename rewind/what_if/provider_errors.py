@@ -1,0 +1,408 @@
+"""Provider errors as each instrumented SDK delivers them: the records ``rewind mutate`` injects.
+
+A provider fault (rate limit, server error, overloaded, timeout) is an error record shaped
+like the ones the SDK's instrumentor writes when it records that error live, so the
+instrumentor revives it as the SDK's own exception class with the attributes an agent's
+retry code reads. The shapes were taken from real errors recorded against the stub
+server (the newest SDKs and the floors in ``compat/``):
+
+========  ==========================================  ===========================================
+SDK       status errors                               timeout
+========  ==========================================  ===========================================
+openai …  ``RateLimitError`` / ``InternalServerError``  ``APITimeoutError``
+mistral   ``SDKError`` with ``status_code``, ``raw_response``  the SDK's httpx (or httpx2) ``ReadTimeout``
+cohere    ``TooManyRequestsError`` … with ``headers``  httpx ``ReadTimeout``
+gemini    ``errors.ClientError`` / ``ServerError``, ``code``  httpx2, httpx or requests ``ReadTimeout``
+bedrock   ``ClientError`` (``ThrottlingException`` …)  ``botocore.exceptions.ReadTimeoutError``
+litellm   ``litellm.RateLimitError`` …                 ``litellm.Timeout``
+xai       ``grpc.RpcError`` with ``code()``            ``DEADLINE_EXCEEDED``
+========  ==========================================  ===========================================
+
+Where a class moved between SDK releases (mistralai's errors, the HTTP library an SDK
+uses), the installed SDK is asked: a fixed table of this module names the candidates,
+never the trace. Without the SDK installed the newest layout is named, and the error
+replays as a plain ``ReplayedError``.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import json
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..trace import Event
+
+REQUEST_ID = "req_rewind_fault"
+
+#: The provider faults: every SDK in ``DELIVERIES`` has all of them.
+PROVIDER_FAULTS = ("rate_limit", "server_error", "overloaded", "timeout")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """One provider fault, as far as it is the same for every SDK."""
+
+    fault: str
+    status: int
+    #: The ``retry-after`` value (seconds) the answer carries, if any.
+    retry_after: str | None
+    event: Event
+
+
+# --------------------------------------------------------------------------- locating classes
+
+
+@functools.cache
+def _located(*candidates: str) -> tuple[str, str]:
+    """``(module, qualname)`` of the first ``"module:Name"`` the installed SDK has, as a live record names it.
+
+    Only this module's fixed candidates are imported (never a name from a trace); the
+    class's own ``__module__`` is what a live recording writes.
+    """
+    for candidate in candidates:
+        module_name, _, name = candidate.partition(":")
+        try:
+            module = sys.modules.get(module_name) or importlib.import_module(module_name)
+            cls = getattr(module, name)
+        except Exception:  # not this layout (or the SDK is not installed)
+            continue
+        if isinstance(cls, type):
+            return cls.__module__, cls.__qualname__
+    module_name, _, name = candidates[0].partition(":")
+    return module_name, name
+
+
+@functools.cache
+def _http_library(*client_modules: str) -> str:
+    """The HTTP library the SDK's client module talks through: ``httpx2``, ``httpx`` or ``requests``."""
+    for module_name in client_modules:
+        try:
+            module = sys.modules.get(module_name) or importlib.import_module(module_name)
+        except Exception:
+            continue
+        found = [vars(module).get(name) for name in ("httpx2", "httpx", "requests")]
+        names = [getattr(m, "__name__", None) for m in found if m is not None]
+        # google-genai imports both httpx and httpx2 and uses httpx2 when it is there.
+        for preferred in ("httpx2", "httpx", "requests"):
+            if preferred in names:
+                return preferred
+    return "httpx"
+
+
+def _read_timeout(*client_modules: str) -> dict[str, Any]:
+    """The transport's read timeout, raised through the SDK unwrapped (as mistralai, cohere and google-genai do)."""
+    library = _http_library(*client_modules)
+    if library == "requests":
+        module, qualname = _located("requests.exceptions:ReadTimeout")
+        message = "Read timed out. (read timeout=60)"
+        return _record(module, qualname, message, attrs={"response": None})
+    module, qualname = _located(f"{library}:ReadTimeout")
+    return _record(module, qualname, "timed out")
+
+
+# --------------------------------------------------------------------------- record shapes
+
+
+def _record(module: str, qualname: str, message: str, **extra: Any) -> dict[str, Any]:
+    record: dict[str, Any] = {"type": f"{module}.{qualname}", "module": module, "qualname": qualname}
+    record["message"] = message
+    record.update({key: value for key, value in extra.items() if value is not None})
+    return record
+
+
+def _response(status: int, failure: Failure, text: str, **headers: str) -> dict[str, Any]:
+    """The bounded HTTP response a recorded status error keeps (``e.response`` at replay)."""
+    kept = {"content-type": "application/json", "x-request-id": REQUEST_ID, **headers}
+    if failure.retry_after is not None:
+        kept["retry-after"] = failure.retry_after
+    return {"status_code": status, "headers": kept, "text": text}
+
+
+_WORDING = {
+    "rate_limit": "Rate limit reached.",
+    "server_error": "Internal server error.",
+    "overloaded": "The service is overloaded. Please try again later.",
+}
+
+
+# --------------------------------------------------------------------------- the SDKs
+
+
+def _stainless(failure: Failure) -> dict[str, Any]:
+    """openai, anthropic, groq, together, fireworks: the generated client's status errors."""
+    sdk = failure.event.name.split(".", 1)[0]
+    if failure.fault == "timeout":
+        return _record(sdk, "APITimeoutError", "Request timed out.")
+    anthropic = sdk == "anthropic"
+    kind = {
+        "rate_limit": "rate_limit_error" if anthropic else "rate_limit_exceeded",
+        "server_error": "api_error" if anthropic else "server_error",
+        "overloaded": "overloaded_error",
+    }[failure.fault]
+    text = {"rate_limit": "Rate limit reached.", "server_error": "Internal server error.", "overloaded": "Overloaded"}
+    if anthropic:
+        body: Any = {"type": "error", "error": {"type": kind, "message": text[failure.fault]}}
+    else:
+        body = {"error": {"message": text[failure.fault], "type": kind, "code": kind}}
+    qualname = {"rate_limit": "RateLimitError", "server_error": "InternalServerError"}.get(failure.fault)
+    # Anthropic has a class of its own for 529; the others map every 5xx to InternalServerError.
+    qualname = qualname or ("OverloadedError" if anthropic else "InternalServerError")
+    message = f"Error code: {failure.status} - {body}"
+    return _record(
+        sdk,
+        qualname,
+        message,
+        attrs={"message": message, "status_code": failure.status, "request_id": REQUEST_ID},
+        response=_response(failure.status, failure, json.dumps(body)),
+        body=body,
+    )
+
+
+def _mistral(failure: Failure) -> dict[str, Any]:
+    """mistralai: every non-422 status is an ``SDKError`` keeping the body text and the raw response."""
+    if failure.fault == "timeout":
+        return _read_timeout("mistralai.client.basesdk", "mistralai.basesdk")
+    module, qualname = _located("mistralai.client.errors:SDKError", "mistralai.models:SDKError")
+    kind, code = {"rate_limit": ("rate_limited", "1300")}.get(failure.fault, ("internal_server_error", None))
+    text = json.dumps(
+        {"object": "error", "message": _WORDING[failure.fault], "type": kind, "param": None, "code": code}
+    )
+    if module.startswith("mistralai.models"):  # 1.x: the status and body on lines of their own
+        message, short = f"API error occurred: Status {failure.status}\n{text}", "API error occurred"
+    else:
+        message = short = f"API error occurred: Status {failure.status}. Body: {text}"
+    return _record(
+        module,
+        qualname,
+        message,
+        attrs={"message": short, "status_code": failure.status, "body": text},
+        body=text,
+        response=_response(failure.status, failure, text),
+    )
+
+
+_COHERE_CLASSES = {
+    429: "cohere.errors.too_many_requests_error:TooManyRequestsError",
+    500: "cohere.errors.internal_server_error:InternalServerError",
+    503: "cohere.errors.service_unavailable_error:ServiceUnavailableError",
+}
+
+
+def _cohere(failure: Failure) -> dict[str, Any]:
+    """cohere (Fern): an ``ApiError`` subclass per status, with the status, headers and parsed body."""
+    if failure.fault == "timeout":
+        return _read_timeout("cohere.core.http_client")
+    module, qualname = _located(_COHERE_CLASSES[failure.status])
+    body = {"id": REQUEST_ID, "message": _WORDING[failure.fault]}
+    response = _response(failure.status, failure, json.dumps(body))
+    record = _record(
+        module,
+        qualname,
+        f"headers: {response['headers']}, status_code: {failure.status}, body: {body}",
+        attrs={"status_code": failure.status},
+        body=body,
+        response=response,
+    )
+    if failure.status == 429:
+        # Before 5.16 the SDK parsed a 429's body into a model of its own; the instrumentor
+        # revives it as that model where the installed SDK has it.
+        typed = _located("cohere.types.too_many_requests_error_body:TooManyRequestsErrorBody")
+        if typed[0] in sys.modules:
+            record["body_type"] = f"{typed[0]}:{typed[1]}"
+    return record
+
+
+_GOOGLE_STATUS = {429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
+_GOOGLE_WORDING = {
+    "rate_limit": "Resource has been exhausted (e.g. check quota).",
+    "server_error": "An internal error has occurred. Please retry.",
+    "overloaded": "The model is overloaded. Please try again later.",  # what the Gemini API says
+}
+
+
+def _gemini(failure: Failure) -> dict[str, Any]:
+    """google-genai: ``errors.ClientError`` (4xx) / ``ServerError`` (5xx) with ``code``, ``status``, ``details``."""
+    if failure.fault == "timeout":
+        return _read_timeout("google.genai._api_client")
+    status = _GOOGLE_STATUS[failure.status]
+    error: dict[str, Any] = {"code": failure.status, "message": _GOOGLE_WORDING[failure.fault], "status": status}
+    if failure.retry_after is not None and failure.fault == "rate_limit":
+        # The API's own back-off hint: a google.rpc.RetryInfo detail ("30s").
+        delay = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{failure.retry_after}s"}
+        error["details"] = [delay]
+    details = {"error": error}
+    qualname = "ClientError" if failure.status < 500 else "ServerError"
+    module, qualname = _located(f"google.genai.errors:{qualname}")
+    return _record(
+        module,
+        qualname,
+        f"{failure.status} {status}. {details}",
+        attrs={"message": error["message"], "status": status, "code": failure.status},
+        response=_response(failure.status, failure, json.dumps(details)),
+        details=details,
+    )
+
+
+_BEDROCK_OPERATIONS = {
+    "bedrock.converse": "Converse",
+    "bedrock.converse_stream": "ConverseStream",
+    "bedrock.invoke_model": "InvokeModel",
+    "bedrock.invoke_model_with_response_stream": "InvokeModelWithResponseStream",
+}
+_BEDROCK_CODES = {
+    429: ("ThrottlingException", "Too many requests, please wait before trying again."),
+    500: ("InternalServerException", "The server encountered an internal error."),
+    503: ("ServiceUnavailableException", "The service is overloaded. Please try again later."),
+}
+
+
+def _bedrock(failure: Failure) -> dict[str, Any]:
+    """boto3: a ``ClientError`` whose ``response`` has the error code; revived as the client's modeled class."""
+    operation = _BEDROCK_OPERATIONS.get(failure.event.name, "Converse")
+    if failure.fault == "timeout":
+        module, qualname = _located("botocore.exceptions:ReadTimeoutError")
+        message = 'Read timeout on endpoint URL: "bedrock-runtime (timed out by rewind mutate)"'
+        return _record(module, qualname, message, attrs={"request": None, "response": None})
+    code, text = _BEDROCK_CODES[failure.status]
+    response = {
+        "Error": {"Message": text, "Code": code},
+        "message": text,
+        "ResponseMetadata": {"RequestId": REQUEST_ID, "HTTPStatusCode": failure.status},
+    }
+    return _record(
+        "botocore.errorfactory",
+        code,
+        f"An error occurred ({code}) when calling the {operation} operation: {text}",
+        attrs={"operation_name": operation},
+        aws={"response": response, "operation": operation},
+    )
+
+
+def _litellm(failure: Failure) -> dict[str, Any]:
+    """litellm: the class litellm's own exception mapping picks for this route and status (it moved over releases)."""
+    provider, model = _litellm_route(failure.event)
+    exc = _litellm_mapped(failure, provider, model)
+    if exc is None:  # litellm is not installed: name its classes as the newest release maps an OpenAI error
+        name = {429: "RateLimitError", 500: "InternalServerError", 503: "ServiceUnavailableError"}.get(
+            failure.status, "Timeout"
+        )
+        message = f"litellm.{name}: {_WORDING.get(failure.fault, 'Request timed out.')}"
+        status = failure.status or 408
+        response = _response(status, failure, "{}") if failure.status else None
+        attrs = {"message": message, "status_code": status, "llm_provider": provider, "model": model}
+        return _record("litellm.exceptions", name, message, attrs=attrs, response=response)
+    from rewind.instrumentors.litellm import PROVIDER  # the instrumentor's own encoding of litellm errors
+
+    return PROVIDER.error_record(exc)
+
+
+def _litellm_mapped(failure: Failure, provider: str, model: str) -> Exception | None:
+    """The error litellm raises when the provider answers ``failure``: an OpenAI-SDK error run through
+    litellm's ``exception_type``, which is how litellm turns every provider's failure into its classes."""
+    try:
+        import litellm
+        import openai
+        from litellm.litellm_core_utils.exception_mapping_utils import exception_type
+
+        # openai 3.x is built on httpx2: its errors hold the responses of the library it uses.
+        httpx: Any = importlib.import_module(_http_library("openai._base_client"))
+    except ImportError:
+        return None
+    request = httpx.Request("POST", "https://provider.invalid/v1/chat/completions")
+    original: Exception
+    if failure.fault == "timeout":
+        original = openai.APITimeoutError(request=request)
+    else:
+        kind = "overloaded_error" if failure.fault == "overloaded" else failure.fault
+        body = {"message": _WORDING[failure.fault], "type": kind, "param": None, "code": None}
+        status = 529 if failure.fault == "overloaded" and provider == "anthropic" else failure.status
+        headers = {"content-type": "application/json", "x-request-id": REQUEST_ID}
+        if failure.retry_after is not None:
+            headers["retry-after"] = failure.retry_after
+        response = httpx.Response(status, headers=headers, json={"error": body}, request=request)
+        cls = {429: openai.RateLimitError}.get(status, openai.InternalServerError)
+        original = cls(f"Error code: {status} - {{'error': {body}}}", response=response, body=body)
+    quiet = litellm.suppress_debug_info
+    litellm.suppress_debug_info = True  # its "Give Feedback" banner is for errors the user met
+    try:
+        exception_type(model=model, original_exception=original, custom_llm_provider=provider)
+    except Exception as exc:
+        return exc
+    finally:
+        litellm.suppress_debug_info = quiet
+    return None
+
+
+def _litellm_route(event: Event) -> tuple[str, str]:
+    """(provider, model) as litellm named them for this call: from its recorded private state, else the model."""
+    state = event.get("litellm")
+    hidden = state.get("hidden_params") if isinstance(state, Mapping) else None
+    provider = hidden.get("custom_llm_provider") if isinstance(hidden, Mapping) else None
+    request = event.request if isinstance(event.request, Mapping) else {}
+    model = str(request.get("model") or "")
+    route, _, name = model.partition("/")
+    if not isinstance(provider, str) or not provider:
+        provider = route if name else "openai"
+    if name and route == provider:
+        model = name
+    return provider, model
+
+
+_GRPC = {
+    "rate_limit": ("RESOURCE_EXHAUSTED", "Rate limit exceeded. Please try again later."),
+    "server_error": ("INTERNAL", "Internal server error."),
+    "overloaded": ("UNAVAILABLE", "The service is overloaded. Please try again later."),
+    "timeout": ("DEADLINE_EXCEEDED", "Deadline Exceeded"),
+}
+
+
+def _xai(failure: Failure) -> dict[str, Any]:
+    """xai-sdk (gRPC): the channel's ``RpcError`` with ``code()`` / ``details()``."""
+    code, details = _GRPC[failure.fault]
+    message = (
+        "<_InactiveRpcError of RPC that terminated with:\n"
+        f'\tstatus = StatusCode.{code}\n\tdetails = "{details}"\n\tdebug_error_string = "{code}:{details}"\n>'
+    )
+    return _record("grpc._channel", "_InactiveRpcError", message, grpc={"code": code, "details": details})
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """How one SDK answers the provider faults: the HTTP status of each, and the record it makes."""
+
+    make: Callable[[Failure], dict[str, Any]]
+    #: The status of an "overloaded" answer: 529 where the provider uses it, else its 503.
+    overloaded: int = 503
+
+
+#: SDK (the first part of a recorded llm call's name) -> how it delivers provider errors.
+DELIVERIES: dict[str, Delivery] = {
+    **{sdk: Delivery(_stainless, overloaded=529) for sdk in ("openai", "anthropic", "groq", "together", "fireworks")},
+    "mistral": Delivery(_mistral),
+    "cohere": Delivery(_cohere),
+    "gemini": Delivery(_gemini),
+    "bedrock": Delivery(_bedrock),
+    "litellm": Delivery(_litellm),
+    "xai": Delivery(_xai),
+}
+
+
+def sdk_of(event: Event) -> str | None:
+    """The instrumented SDK that made this llm call, or ``None``."""
+    module = event.name.split(".", 1)[0]
+    return module if event.kind == "llm" and module in DELIVERIES else None
+
+
+def provider_error(fault: str, event: Event, retry_after: str) -> dict[str, Any] | None:
+    """The error record of ``fault`` at ``event`` as its SDK delivers it, or ``None`` for a step no SDK made."""
+    sdk = sdk_of(event)
+    if sdk is None:
+        return None
+    delivery = DELIVERIES[sdk]
+    status = {"rate_limit": 429, "server_error": 500, "overloaded": delivery.overloaded, "timeout": 0}[fault]
+    waits = fault in ("rate_limit", "overloaded")
+    return delivery.make(Failure(fault, status, retry_after if waits else None, event))
