@@ -447,3 +447,19 @@ def test_a_non_retrying_agent_crashes_with_the_class_a_live_error_is_recorded_as
     assert result.outcome == "crashed"
     assert isinstance(replayed, ReplayedError)
     assert result.error == replayed.original_type  # the report names the class the SDK raised live
+
+
+def test_a_gemini_rate_limit_carries_the_apis_retry_info(tmp_path: Path) -> None:
+    case = gemini_case()
+    undo = case.patch()
+    try:
+        golden = tmp_path / "gemini.rewind"
+        _record_golden(case, golden)
+        (mutation,) = plan(golden, faults=["rate_limit"], steps=[0], retry_after="7")
+        with pytest.warns(rewind.UnconsumedEventsWarning), mutation.session(), pytest.raises(Exception) as caught:
+            run_agent(case, case.client(None, None))
+    finally:
+        undo()
+    details = caught.value.details["error"]["details"]  # type: ignore[attr-defined]
+    assert {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "7s"} in details
+    assert caught.value.code == 429 and caught.value.status == "RESOURCE_EXHAUSTED"  # type: ignore[attr-defined]
