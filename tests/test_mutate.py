@@ -11,6 +11,7 @@ from typing import Any
 import anthropic
 import openai
 import pytest
+from dropping_proxy import DroppingProxy
 from what_if_agent import LIVE, client, record, run_agent
 
 import rewind
@@ -128,15 +129,32 @@ def test_a_fault_that_makes_the_agent_hang_is_reported_within_the_bound(golden: 
     assert took < 10
 
 
+def _live_drop(path: Path, agent: Any, script: list[Any] | None = None) -> str:
+    """The error class the SDK raises, recorded, when the connection drops mid-stream live."""
+    with StubServer(script=script) as server, DroppingProxy(server.url) as proxy, rewind.record(path):
+        try:
+            agent(proxy.url)
+        except Exception:
+            pass  # the SDK's error, recorded
+        else:
+            pytest.fail("the dropped connection did not reach the agent")
+    error = Trace.load(path).events[-1].error
+    assert error is not None
+    return str(error["type"])
+
+
 def test_stream_faults(tmp_path: Path) -> None:
     path = tmp_path / "stream.rewind"
-    record(path, ["Take an umbrella to Paris, leave it in Tokyo."], stream=True)
+    answer = "Take an umbrella to Paris, leave it in Tokyo."
+    record(path, [answer], stream=True)
+    live = _live_drop(tmp_path / "drop.rewind", lambda url: run_agent(client(url + "/v1"), stream=True), [answer])
     report = mutate(
         path, lambda: run_agent(client(UNUSED), stream=True), faults=["connection_reset", "truncated_stream"]
     )
     results = _by_id(report)
     assert results["step0-connection_reset"].outcome == "crashed"
-    assert results["step0-connection_reset"].error == "httpx.RemoteProtocolError"
+    # openai 1.x lets httpx's error through; from 2.x its stream raises APIConnectionError.
+    assert results["step0-connection_reset"].error == live
     truncated = results["step0-truncated_stream"]
     assert truncated.outcome == "different"
     assert "Take an umbrella to Paris, leave it in Tokyo.".startswith(truncated.answer["answer"])
@@ -279,10 +297,16 @@ def test_anthropic_stream_faults_and_an_async_agent(tmp_path: Path) -> None:
         async with claude.messages.stream(**request) as stream:
             return "".join([text async for text in stream.text_stream])
 
+    def live_agent(url: str) -> None:
+        claude = anthropic.Anthropic(base_url=url, api_key="stub", max_retries=0)
+        with claude.messages.stream(**request) as stream:
+            "".join(stream.text_stream)
+
+    live = _live_drop(tmp_path / "drop.rewind", live_agent)
     report = mutate(path, agent, faults=["overloaded", "connection_reset", "truncated_stream"])
     assert report.baseline == "Echo: hello there my friend"
     results = _by_id(report)
     assert results["step0-overloaded"].error == "anthropic.OverloadedError"
-    assert results["step0-connection_reset"].error == "httpx.RemoteProtocolError"
+    assert results["step0-connection_reset"].error == live  # httpx's (httpx2's from anthropic 1.x) error
     assert results["step0-truncated_stream"].outcome == "different"
     assert "Echo: hello there my friend".startswith(results["step0-truncated_stream"].answer)

@@ -11,6 +11,7 @@ every step: the SDK's own ``except`` catches each one, and the recording answers
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import inspect
 import itertools
@@ -18,15 +19,17 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from dropping_proxy import DroppingProxy
 
 import rewind
 from rewind.errors import ReplayedError
 from rewind.stub_server import StubServer
+from rewind.trace import Trace
 from rewind.what_if import mutate, plan
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm must not fetch its cost map
@@ -55,7 +58,6 @@ class Case:
     reads: Callable[[BaseException], dict[str, Any]]
     #: HTTP status of the provider's "overloaded" answer (``None``: gRPC).
     overloaded: int | None = 503
-    servers: dict[str, Any] = field(default_factory=dict)
 
     def retryable(self) -> tuple[type[BaseException], ...]:
         found: list[type[BaseException]] = []
@@ -319,6 +321,59 @@ CASES = {
 }
 
 
+def _streamed(name: str) -> Callable[[Any, str], str]:
+    """``ask`` again, streaming: the text of every chunk the SDK yields."""
+    if name == "mistral":
+        return lambda c, text: "".join(
+            chunk.data.choices[0].delta.content or ""
+            for chunk in c.chat.stream(model="mistral-small-latest", messages=[{"role": "user", "content": text}])
+        )
+    if name == "cohere":
+        return lambda c, text: "".join(
+            str(event.type)
+            for event in c.chat_stream(model="command-a-03-2025", messages=[{"role": "user", "content": text}])
+        )
+    if name == "gemini":
+        return lambda c, text: "".join(
+            chunk.text or "" for chunk in c.models.generate_content_stream(model="gemini-2.5-flash", contents=text)
+        )
+    if name == "bedrock":
+
+        def converse_stream(c: Any, text: str) -> str:
+            messages = [{"role": "user", "content": [{"text": text}]}]
+            reply = c.converse_stream(modelId="anthropic.claude-3-haiku-20240307-v1:0", messages=messages)
+            return "".join(e.get("contentBlockDelta", {}).get("delta", {}).get("text", "") for e in reply["stream"])
+
+        return converse_stream
+    if name == "litellm":
+        import litellm
+
+        return lambda route, text: "".join(
+            chunk.choices[0].delta.content or ""
+            for chunk in litellm.completion(
+                model="openai/gpt-4o-mini", messages=[{"role": "user", "content": text}], stream=True, **route
+            )
+        )
+    from xai_sdk.chat import user
+
+    def sample_stream(c: Any, text: str) -> str:
+        chat = c.chat.create(model="grok-4")
+        chat.append(user(text))
+        return "".join(chunk.content for _, chunk in chat.stream())
+
+    return sample_stream
+
+
+class Behind:
+    """The stub server's base URLs, reached through a ``DroppingProxy`` at ``url``."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.openai_base_url = url + "/v1"
+        self.mistral_base_url = url + "/mistral"
+        self.cohere_base_url = self.gemini_base_url = self.bedrock_endpoint_url = url
+
+
 # --------------------------------------------------------------------------- the agent
 
 
@@ -463,3 +518,44 @@ def test_a_gemini_rate_limit_carries_the_apis_retry_info(tmp_path: Path) -> None
     details = caught.value.details["error"]["details"]  # type: ignore[attr-defined]
     assert {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "7s"} in details
     assert caught.value.code == 429 and caught.value.status == "RESOURCE_EXHAUSTED"  # type: ignore[attr-defined]
+
+
+LONG = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen"
+
+
+def _drop_live(case: Case, path: Path) -> BaseException:
+    """Record a stream whose connection drops live, and return the error its replay raises."""
+    with rewind.record(path):
+        try:
+            if case.name == "xai":
+                import grpc
+
+                with _xai_server_module().XAIStubServer() as server:
+                    server.servicer.fail_next(grpc.StatusCode.UNAVAILABLE, "Socket closed", after_chunks=2)
+                    case.ask(case.client(server, None), LONG)
+            else:
+                with StubServer() as server, DroppingProxy(server.url) as proxy:
+                    case.ask(case.client(Behind(proxy.url), None), LONG)
+        except Exception:
+            pass  # the SDK's error, recorded
+        else:
+            pytest.fail("the dropped connection did not reach the agent")
+    with pytest.raises(Exception) as replayed, rewind.replay(path):
+        case.ask(case.client(None, None), LONG)
+    return replayed.value
+
+
+def test_a_connection_reset_is_the_error_the_sdk_raises_when_a_stream_drops_live(case: Case, tmp_path: Path) -> None:
+    streamed = dataclasses.replace(case, ask=_streamed(case.name))
+    golden = tmp_path / f"{case.name}-stream.rewind"
+    _record_golden(streamed, golden)
+    assert Trace.load(golden).events[0].get("stream") is not None
+    replayed = _drop_live(streamed, tmp_path / "live-drop.rewind")
+
+    (mutation,) = plan(golden, faults=["connection_reset"], steps=[0])
+    with pytest.warns(rewind.UnconsumedEventsWarning), mutation.session(), pytest.raises(Exception) as caught:
+        run_agent(streamed, case.client(None, None))
+    injected = caught.value
+    assert isinstance(injected, ReplayedError) and injected.step == 0
+    assert type(injected) is type(replayed), f"{type(replayed).__mro__} live, {type(injected).__mro__} injected"
+    assert case.reads(injected) == case.reads(replayed)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..trace import Event, PathLike, Trace
-from .provider_errors import provider_error
+from .provider_errors import dropped_stream_error, provider_error
 from .provider_errors import sdk_of as sdk_of  # re-exported: it lived here
 
 if TYPE_CHECKING:
@@ -113,13 +113,9 @@ def _connection_reset(event: Event, rng: random.Random, options: FaultOptions) -
     chunks = stream.get("chunks") if isinstance(stream, Mapping) else None
     if not isinstance(chunks, list) or len(chunks) < 2:
         return None
-    # Mid-stream the SDKs do not wrap transport errors: the agent sees httpx's own.
-    error = _plain_error(
-        "httpx",
-        "RemoteProtocolError",
-        "peer closed connection without sending complete message body (incomplete chunked read)",
-    )
     kept = chunks[: _cut(chunks, rng)]
+    # What the agent's loop over the stream gets from its SDK when the connection drops.
+    error = dropped_stream_error(event, kept)
     return {"response": event.response, "error": error, "stream": {**stream, "chunks": kept, "truncated": True}}
 
 

@@ -28,15 +28,17 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 import json
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..trace import Event
 
 REQUEST_ID = "req_rewind_fault"
+_PEER_CLOSED = "peer closed connection without sending complete message body (incomplete chunked read)"
 
 #: The provider faults: every SDK in ``DELIVERIES`` has all of them.
 PROVIDER_FAULTS = ("rate_limit", "server_error", "overloaded", "timeout")
@@ -51,6 +53,8 @@ class Failure:
     #: The ``retry-after`` value (seconds) the answer carries, if any.
     retry_after: str | None
     event: Event
+    #: For a stream cut short: the chunks the agent got first.
+    kept: list[Any] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- locating classes
@@ -93,15 +97,34 @@ def _http_library(*client_modules: str) -> str:
     return "httpx"
 
 
-def _read_timeout(*client_modules: str) -> dict[str, Any]:
+#: SDK -> its modules whose globals name the HTTP library it talks through (first found wins).
+_CLIENT_MODULES = {
+    **{sdk: (f"{sdk}._base_client",) for sdk in ("openai", "anthropic", "groq", "together", "fireworks")},
+    "mistral": ("mistralai.client.basesdk", "mistralai.basesdk"),
+    "cohere": ("cohere.core.http_client",),
+    "gemini": ("google.genai._api_client",),
+}
+
+
+def _read_timeout(sdk: str) -> dict[str, Any]:
     """The transport's read timeout, raised through the SDK unwrapped (as mistralai, cohere and google-genai do)."""
-    library = _http_library(*client_modules)
+    library = _http_library(*_CLIENT_MODULES[sdk])
     if library == "requests":
         module, qualname = _located("requests.exceptions:ReadTimeout")
         message = "Read timed out. (read timeout=60)"
         return _record(module, qualname, message, attrs={"response": None})
     module, qualname = _located(f"{library}:ReadTimeout")
     return _record(module, qualname, "timed out")
+
+
+def _transport_dropped(sdk: str) -> dict[str, Any]:
+    """A body that stopped short, as the SDK's HTTP library reports it (recorded live through a dropping proxy)."""
+    library = _http_library(*_CLIENT_MODULES.get(sdk, ()))
+    if library == "requests":
+        module, qualname = _located("requests.exceptions:ChunkedEncodingError")
+        return _record(module, qualname, "Response ended prematurely", attrs={"response": None, "request": None})
+    module, qualname = _located(f"{library}:RemoteProtocolError")
+    return _record(module, qualname, _PEER_CLOSED)
 
 
 # --------------------------------------------------------------------------- record shapes
@@ -165,7 +188,7 @@ def _stainless(failure: Failure) -> dict[str, Any]:
 def _mistral(failure: Failure) -> dict[str, Any]:
     """mistralai: every non-422 status is an ``SDKError`` keeping the body text and the raw response."""
     if failure.fault == "timeout":
-        return _read_timeout("mistralai.client.basesdk", "mistralai.basesdk")
+        return _read_timeout("mistral")
     module, qualname = _located("mistralai.client.errors:SDKError", "mistralai.models:SDKError")
     kind, code = {"rate_limit": ("rate_limited", "1300")}.get(failure.fault, ("internal_server_error", None))
     text = json.dumps(
@@ -195,7 +218,7 @@ _COHERE_CLASSES = {
 def _cohere(failure: Failure) -> dict[str, Any]:
     """cohere (Fern): an ``ApiError`` subclass per status, with the status, headers and parsed body."""
     if failure.fault == "timeout":
-        return _read_timeout("cohere.core.http_client")
+        return _read_timeout("cohere")
     module, qualname = _located(_COHERE_CLASSES[failure.status])
     body = {"id": REQUEST_ID, "message": _WORDING[failure.fault]}
     response = _response(failure.status, failure, json.dumps(body))
@@ -227,7 +250,7 @@ _GOOGLE_WORDING = {
 def _gemini(failure: Failure) -> dict[str, Any]:
     """google-genai: ``errors.ClientError`` (4xx) / ``ServerError`` (5xx) with ``code``, ``status``, ``details``."""
     if failure.fault == "timeout":
-        return _read_timeout("google.genai._api_client")
+        return _read_timeout("gemini")
     status = _GOOGLE_STATUS[failure.status]
     error: dict[str, Any] = {"code": failure.status, "message": _GOOGLE_WORDING[failure.fault], "status": status}
     if failure.retry_after is not None and failure.fault == "rate_limit":
@@ -316,6 +339,8 @@ def _litellm_mapped(failure: Failure, provider: str, model: str) -> Exception | 
     original: Exception
     if failure.fault == "timeout":
         original = openai.APITimeoutError(request=request)
+    elif failure.fault == "connection_reset":
+        original = openai.APIConnectionError(request=request)
     else:
         kind = "overloaded_error" if failure.fault == "overloaded" else failure.fault
         body = {"message": _WORDING[failure.fault], "type": kind, "param": None, "code": None}
@@ -357,6 +382,7 @@ _GRPC = {
     "server_error": ("INTERNAL", "Internal server error."),
     "overloaded": ("UNAVAILABLE", "The service is overloaded. Please try again later."),
     "timeout": ("DEADLINE_EXCEEDED", "Deadline Exceeded"),
+    "connection_reset": ("UNAVAILABLE", "Socket closed"),
 }
 
 
@@ -370,24 +396,103 @@ def _xai(failure: Failure) -> dict[str, Any]:
     return _record("grpc._channel", "_InactiveRpcError", message, grpc={"code": code, "details": details})
 
 
+# --------------------------------------------------------------------------- a stream cut short
+
+
+def _sdk(failure: Failure) -> str:
+    return failure.event.name.split(".", 1)[0]
+
+
+def _dropped(failure: Failure) -> dict[str, Any]:
+    """mistralai, cohere, google-genai: the HTTP library's error comes through unwrapped."""
+    return _transport_dropped(_sdk(failure))
+
+
+def _stainless_dropped(failure: Failure) -> dict[str, Any]:
+    """The generated clients let the transport's error through, except where the stream wraps it
+    (openai from 2.x: ``APIConnectionError``, which its ``_streaming`` module imports for that)."""
+    sdk = _sdk(failure)
+    try:
+        streaming = sys.modules.get(f"{sdk}._streaming") or importlib.import_module(f"{sdk}._streaming")
+    except Exception:
+        streaming = None
+    if streaming is not None and "APIConnectionError" in vars(streaming):
+        message = "Connection error."
+        attrs = {"message": message, "body": None, "code": None, "param": None, "type": None}
+        return _record(sdk, "APIConnectionError", message, attrs=attrs)
+    return _transport_dropped(sdk)
+
+
+def _bedrock_dropped(failure: Failure) -> dict[str, Any]:
+    """botocore reads an event stream through urllib3, whose error it lets through."""
+    module, qualname = _located("urllib3.exceptions:ProtocolError")
+    return _record(module, qualname, "Response ended prematurely")
+
+
+def _litellm_dropped(failure: Failure) -> dict[str, Any]:
+    """litellm maps the provider's connection error; newer releases wrap that, with the text
+    streamed so far, in ``MidStreamFallbackError`` (its signal that a fallback may take over)."""
+    provider, model = _litellm_route(failure.event)
+    exc = _litellm_mapped(failure, provider, model)
+    if exc is None:
+        message = "litellm.APIConnectionError: APIConnectionError: Connection error."
+        attrs = {"message": message, "status_code": 500, "llm_provider": provider, "model": model}
+        return _record("litellm.exceptions", "APIConnectionError", message, attrs=attrs)
+    wrapper = getattr(sys.modules.get("litellm.exceptions"), "MidStreamFallbackError", None)
+    if isinstance(wrapper, type):
+        text = "".join(
+            str(((choice.get("delta") or {}).get("content")) or "")
+            for chunk in failure.kept
+            if isinstance(chunk, Mapping)
+            for choice in chunk.get("choices") or []
+            if isinstance(choice, Mapping)
+        )
+        offered = {
+            "message": str(exc),
+            "model": model,
+            "llm_provider": provider,
+            "original_exception": exc,
+            "generated_content": text,
+            "is_pre_first_chunk": not failure.kept,
+        }
+        accepted = inspect.signature(wrapper).parameters
+        try:
+            exc = wrapper(**{key: value for key, value in offered.items() if key in accepted})
+        except Exception:  # a release whose wrapper wants more: the mapped error as it is
+            pass
+    from rewind.instrumentors.litellm import PROVIDER
+
+    return PROVIDER.error_record(exc)
+
+
+def _xai_dropped(failure: Failure) -> dict[str, Any]:
+    return _xai(failure)  # gRPC reports a dropped connection as UNAVAILABLE
+
+
 @dataclass(frozen=True)
 class Delivery:
-    """How one SDK answers the provider faults: the HTTP status of each, and the record it makes."""
+    """How one SDK delivers the provider faults."""
 
+    #: The record of a status error or a timeout.
     make: Callable[[Failure], dict[str, Any]]
+    #: The record of a connection that dropped mid-stream (``Failure.kept``: the chunks before).
+    dropped: Callable[[Failure], dict[str, Any]] = _dropped
     #: The status of an "overloaded" answer: 529 where the provider uses it, else its 503.
     overloaded: int = 503
 
 
-#: SDK (the first part of a recorded llm call's name) -> how it delivers provider errors.
+#: SDK (the first part of a recorded call's name) -> how it delivers provider errors.
 DELIVERIES: dict[str, Delivery] = {
-    **{sdk: Delivery(_stainless, overloaded=529) for sdk in ("openai", "anthropic", "groq", "together", "fireworks")},
+    **{
+        sdk: Delivery(_stainless, _stainless_dropped, overloaded=529)
+        for sdk in ("openai", "anthropic", "groq", "together", "fireworks")
+    },
     "mistral": Delivery(_mistral),
     "cohere": Delivery(_cohere),
     "gemini": Delivery(_gemini),
-    "bedrock": Delivery(_bedrock),
-    "litellm": Delivery(_litellm),
-    "xai": Delivery(_xai),
+    "bedrock": Delivery(_bedrock, _bedrock_dropped),
+    "litellm": Delivery(_litellm, _litellm_dropped),
+    "xai": Delivery(_xai, _xai_dropped),
 }
 
 
@@ -406,3 +511,11 @@ def provider_error(fault: str, event: Event, retry_after: str) -> dict[str, Any]
     status = {"rate_limit": 429, "server_error": 500, "overloaded": delivery.overloaded, "timeout": 0}[fault]
     waits = fault in ("rate_limit", "overloaded")
     return delivery.make(Failure(fault, status, retry_after if waits else None, event))
+
+
+def dropped_stream_error(event: Event, kept: list[Any]) -> dict[str, Any]:
+    """The error an agent iterating ``event``'s stream gets after ``kept`` when the connection drops."""
+    sdk = sdk_of(event)
+    if sdk is None:  # a stream rewind does not know the SDK of: httpx's error, the common case
+        return _record("httpx", "RemoteProtocolError", _PEER_CLOSED)
+    return DELIVERIES[sdk].dropped(Failure("connection_reset", 0, None, event, kept))
