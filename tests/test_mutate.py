@@ -153,7 +153,7 @@ def test_stream_faults(tmp_path: Path) -> None:
     )
     results = _by_id(report)
     assert results["step0-connection_reset"].outcome == "crashed"
-    # openai 1.x lets httpx's error through; from 2.x its stream raises APIConnectionError.
+    # openai 1.40 lets httpx's error through; 3.x's stream raises APIConnectionError.
     assert results["step0-connection_reset"].error == live
     truncated = results["step0-truncated_stream"]
     assert truncated.outcome == "different"

@@ -410,7 +410,7 @@ def _dropped(failure: Failure) -> dict[str, Any]:
 
 def _stainless_dropped(failure: Failure) -> dict[str, Any]:
     """The generated clients let the transport's error through, except where the stream wraps it
-    (openai from 2.x: ``APIConnectionError``, which its ``_streaming`` module imports for that)."""
+    (``APIConnectionError`` in newer openai releases, whose ``_streaming`` module imports it for that)."""
     sdk = _sdk(failure)
     try:
         streaming = sys.modules.get(f"{sdk}._streaming") or importlib.import_module(f"{sdk}._streaming")
