@@ -28,6 +28,7 @@ from dropping_proxy import DroppingProxy
 
 import rewind
 from rewind.errors import ReplayedError
+from rewind.pytest_plugin import assert_resilient, resilience_cases
 from rewind.stub_server import StubServer
 from rewind.trace import Trace
 from rewind.what_if import mutate, plan
@@ -559,3 +560,15 @@ def test_a_connection_reset_is_the_error_the_sdk_raises_when_a_stream_drops_live
     assert isinstance(injected, ReplayedError) and injected.step == 0
     assert type(injected) is type(replayed), f"{type(replayed).__mro__} live, {type(injected).__mro__} injected"
     assert case.reads(injected) == case.reads(replayed)
+
+
+def test_resilience_cases_cover_the_provider_faults_of_every_sdk(case: Case, tmp_path: Path) -> None:
+    golden = tmp_path / f"{case.name}.rewind"
+    _record_golden(case, golden)
+    cases = resilience_cases(golden, faults=PROVIDER_FAULTS, steps=[1], retry_after="0.01")
+    assert [c.id for c in cases] == [f"step1-{fault}" for fault in PROVIDER_FAULTS]
+    for param in cases:
+        survived = assert_resilient(param.values[0], lambda: run_agent(case, case.client(None, None), retries=1))
+        assert survived.outcome == "same"
+    with pytest.raises(pytest.fail.Exception, match=r"with rate_limit injected at step 1 .* crashed"):
+        assert_resilient(cases[0].values[0], lambda: run_agent(case, case.client(None, None)))

@@ -88,3 +88,41 @@ def test_mutate_input_errors(run_cli: RunCli, program: Path, golden: Path, tmp_p
     broken = run_cli("mutate", golden, "-f", "timeout", "--", sys.executable, other, env=_env())
     assert broken.returncode == 2
     assert "the unmutated replay of" in broken.stderr and "mutations would mean nothing" in broken.stderr
+
+
+COHERE_AGENT = """
+import inspect, os, sys, time
+import cohere
+
+options = {"max_retries": 0} if "max_retries" in inspect.signature(cohere.ClientV2.__init__).parameters else {}
+co = cohere.ClientV2(api_key="stub", base_url=os.environ["CO_API_URL"], **options)
+for attempt in range(2):
+    try:
+        reply = co.chat(model="command-a-03-2025", messages=[{"role": "user", "content": "Plan a day in Paris."}])
+        break
+    except cohere.errors.TooManyRequestsError as exc:  # the agent's own retry code
+        if attempt:
+            raise
+        time.sleep(float((getattr(exc, "headers", None) or {}).get("retry-after", "0")))
+print(reply.message.content[0].text)
+"""
+
+
+def test_mutate_injects_provider_faults_into_a_non_stainless_sdk(run_cli: RunCli, tmp_path: Path) -> None:
+    pytest.importorskip("cohere")
+    program = tmp_path / "cohere_agent.py"
+    program.write_text(COHERE_AGENT, encoding="utf-8")
+    golden = tmp_path / "cohere.rewind"
+    env = {"CO_API_KEY": "stub", "PYTHONPATH": str(TESTS)}
+    with StubServer() as server:
+        recorded = run_cli("record", golden, "--", sys.executable, program, env={**env, "CO_API_URL": server.url})
+    assert recorded.returncode == 0, recorded.stderr
+    result = run_cli(
+        "mutate", golden, "-f", "rate_limit", "-f", "server_error", "--retry-after", "0.05",
+        "--", sys.executable, program, env={**env, "CO_API_URL": "http://127.0.0.1:9"},
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr  # the 500 is not retried
+    rows = {line.split()[3]: line for line in result.stdout.splitlines()[2:-1]}
+    assert rows["rate_limit"].split()[:3] == ["0", "llm", "cohere.v2.chat"]
+    assert "recovered, same answer" in rows["rate_limit"]
+    assert "crashed: cohere.errors.internal_server_error.InternalServerError" in rows["server_error"]
