@@ -147,13 +147,15 @@ def fast_dumps(value: Any, *, sort_keys: bool = False) -> bytes | None:
 
 #: The type walk's node budget: this many nodes, plus one per this many output bytes.
 #: A node costs the walk (60-90 ns) what 25-35 bytes cost the scan (~2.6 ns a byte),
-#: and the scan has a fixed cost of its own (a second, padded dump, ~2 us) that a few
-#: nodes never reach. At one node per 64 bytes, chat requests (a few hundred bytes a
-#: node) are proven by the walk at a fraction of the scan's cost, while a value denser
-#: than that (tool schemas, tables) wastes at most ~1.4 ns a byte on the walk before
-#: the scan (and its second dump) takes over: up to ~1.7x the scan alone, still well
-#: below the standard library's encoder.
-_BASE_NODES = 8
+#: and the scan has a fixed cost of its own (a second, padded dump, ~2-3 us) that
+#: about 32 nodes reach: a small value (a tool call's arguments, a provider's 500-byte
+#: response with its nulls, which would send the scan to the standard library) is
+#: proven by the walk whole. At one node per 64 bytes more, chat requests (a few
+#: hundred bytes a node) are proven by the walk at a fraction of the scan's cost, while
+#: a value denser than that (tool schemas, tables) wastes at most ~1.4 ns a byte on the
+#: walk before the scan (and its second dump) takes over: up to ~1.7x the scan alone,
+#: still well below the standard library's encoder.
+_BASE_NODES = 32
 _BYTES_PER_NODE = 64
 #: Floats from here up (to the largest finite one) and zero are spelled alike.
 _SMALLEST_ALIKE = 1e-4
