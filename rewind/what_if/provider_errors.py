@@ -1,27 +1,18 @@
 """Provider errors as each instrumented SDK delivers them: the records ``rewind mutate`` injects.
 
-A provider fault (rate limit, server error, overloaded, timeout) is an error record shaped
-like the ones the SDK's instrumentor writes when it records that error live, so the
-instrumentor revives it as the SDK's own exception class with the attributes an agent's
-retry code reads. The shapes were taken from real errors recorded against the stub
-server (the newest SDKs and the floors in ``compat/``):
+A provider fault (rate limit, server error, overloaded, timeout, a stream whose connection
+drops) is an error record shaped like the one the SDK's instrumentor writes when it
+records that failure live, so the instrumentor revives it as the SDK's own exception
+class with the attributes an agent's retry code reads (status, ``retry-after``, error
+code). ``DELIVERIES`` is the table: one maker per SDK. The shapes were taken from real
+errors recorded against the stub server, at the newest releases and at the floors in
+``compat/``; docs/what-if.md lists the class each SDK gets for each fault.
 
-========  ==========================================  ===========================================
-SDK       status errors                               timeout
-========  ==========================================  ===========================================
-openai …  ``RateLimitError`` / ``InternalServerError``  ``APITimeoutError``
-mistral   ``SDKError`` with ``status_code``, ``raw_response``  the SDK's httpx (or httpx2) ``ReadTimeout``
-cohere    ``TooManyRequestsError`` … with ``headers``  httpx ``ReadTimeout``
-gemini    ``errors.ClientError`` / ``ServerError``, ``code``  httpx2, httpx or requests ``ReadTimeout``
-bedrock   ``ClientError`` (``ThrottlingException`` …)  ``botocore.exceptions.ReadTimeoutError``
-litellm   ``litellm.RateLimitError`` …                 ``litellm.Timeout``
-xai       ``grpc.RpcError`` with ``code()``            ``DEADLINE_EXCEEDED``
-========  ==========================================  ===========================================
-
-Where a class moved between SDK releases (mistralai's errors, the HTTP library an SDK
-uses), the installed SDK is asked: a fixed table of this module names the candidates,
-never the trace. Without the SDK installed the newest layout is named, and the error
-replays as a plain ``ReplayedError``.
+Where the answer depends on the installed release (mistralai's error module, the HTTP
+library behind a timeout or a dropped stream, litellm's mapping), the installed SDK is
+asked: only this module's fixed candidates are imported, never a name from a trace.
+Without the SDK installed the newest layout is named, and the error replays as a plain
+``ReplayedError``.
 """
 
 from __future__ import annotations
@@ -39,9 +30,6 @@ from ..trace import Event
 
 REQUEST_ID = "req_rewind_fault"
 _PEER_CLOSED = "peer closed connection without sending complete message body (incomplete chunked read)"
-
-#: The provider faults: every SDK in ``DELIVERIES`` has all of them.
-PROVIDER_FAULTS = ("rate_limit", "server_error", "overloaded", "timeout")
 
 
 @dataclass(frozen=True)
@@ -166,7 +154,7 @@ def _stainless(failure: Failure) -> dict[str, Any]:
         "server_error": "api_error" if anthropic else "server_error",
         "overloaded": "overloaded_error",
     }[failure.fault]
-    text = {"rate_limit": "Rate limit reached.", "server_error": "Internal server error.", "overloaded": "Overloaded"}
+    text = {**_WORDING, "overloaded": "Overloaded"}  # Anthropic's own word for a 529
     if anthropic:
         body: Any = {"type": "error", "error": {"type": kind, "message": text[failure.fault]}}
     else:
@@ -231,8 +219,8 @@ def _cohere(failure: Failure) -> dict[str, Any]:
         response=response,
     )
     if failure.status == 429:
-        # Before 5.16 the SDK parsed a 429's body into a model of its own; the instrumentor
-        # revives it as that model where the installed SDK has it.
+        # Older releases (5.13) parse a 429's body into a model of their own; the instrumentor
+        # revives it as that model. _located imported its module only if the SDK has it.
         typed = _located("cohere.types.too_many_requests_error_body:TooManyRequestsErrorBody")
         if typed[0] in sys.modules:
             record["body_type"] = f"{typed[0]}:{typed[1]}"
