@@ -572,3 +572,25 @@ def test_resilience_cases_cover_the_provider_faults_of_every_sdk(case: Case, tmp
         assert survived.outcome == "same"
     with pytest.raises(pytest.fail.Exception, match=r"with rate_limit injected at step 1 .* crashed"):
         assert_resilient(cases[0].values[0], lambda: run_agent(case, case.client(None, None)))
+
+
+def test_planning_imports_no_sdk(run_python: Any, tmp_path: Path) -> None:
+    """``plan`` (the CLI's parent process, pytest collection) never pays for an SDK import:
+    litellm's alone takes seconds. The fault's record is built when its run starts."""
+    case = litellm_case()
+    undo = case.patch()
+    try:
+        golden = tmp_path / "litellm.rewind"
+        _record_golden(case, golden)
+    finally:
+        undo()
+    result = run_python(
+        f"""
+        import sys
+        from rewind.what_if import plan
+        faults = sorted({{m.fault for m in plan({str(golden)!r})}})
+        print(faults, [name for name in ("litellm", "openai") if name in sys.modules])
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "['empty_content', 'overloaded', 'rate_limit', 'server_error', 'timeout'] []"

@@ -52,6 +52,15 @@ class Fault:
     name: str
     description: str
     builder: Builder
+    #: A cheap "does it apply" for ``plan``, where building the change would import the SDK
+    #: (litellm's import alone takes seconds); ``None``: build it and see.
+    applies: Callable[[Event], bool] | None = None
+
+    def applies_to(self, event: Event, rng: random.Random, options: FaultOptions = FaultOptions()) -> bool:
+        """Whether ``apply`` would change ``event`` (``plan`` asks this of every step)."""
+        if self.applies is not None:
+            return event.ok and self.applies(event)
+        return self.apply(event, rng, options) is not None
 
     def apply(self, event: Event, rng: random.Random, options: FaultOptions = FaultOptions()) -> Event | None:
         """The faulty step served in place of ``event``, or ``None`` when it does not apply."""
@@ -97,6 +106,10 @@ def _cut(chunks: list[Any], rng: random.Random) -> int:
 # --------------------------------------------------------------------------- the faults
 
 
+def _made_by_an_sdk(event: Event) -> bool:
+    return sdk_of(event) is not None
+
+
 def _provider_fault(fault: str) -> Builder:
     """A builder of one provider fault: the error its SDK raises (``provider_errors``)."""
 
@@ -108,10 +121,17 @@ def _provider_fault(fault: str) -> Builder:
     return build
 
 
-def _connection_reset(event: Event, rng: random.Random, options: FaultOptions) -> dict[str, Any] | None:
+def _chunks(event: Event) -> list[Any] | None:
+    """The recorded chunks of a streamed step that has two or more (a stream can be cut there)."""
     stream = event.get("stream")
     chunks = stream.get("chunks") if isinstance(stream, Mapping) else None
-    if not isinstance(chunks, list) or len(chunks) < 2:
+    return chunks if isinstance(chunks, list) and len(chunks) >= 2 else None
+
+
+def _connection_reset(event: Event, rng: random.Random, options: FaultOptions) -> dict[str, Any] | None:
+    stream = event.get("stream")
+    chunks = _chunks(event)
+    if chunks is None:
         return None
     kept = chunks[: _cut(chunks, rng)]
     # What the agent's loop over the stream gets from its SDK when the connection drops.
@@ -206,15 +226,31 @@ def _empty_retrieval(event: Event, rng: random.Random, options: FaultOptions) ->
 FAULTS: dict[str, Fault] = {
     fault.name: fault
     for fault in (
-        Fault("rate_limit", "HTTP 429 with retry-after (the SDK's rate-limit error)", _provider_fault("rate_limit")),
-        Fault("server_error", "HTTP 500 (the SDK's server error)", _provider_fault("server_error")),
+        Fault(
+            "rate_limit",
+            "HTTP 429 with retry-after (the SDK's rate-limit error)",
+            _provider_fault("rate_limit"),
+            _made_by_an_sdk,
+        ),
+        Fault("server_error", "HTTP 500 (the SDK's server error)", _provider_fault("server_error"), _made_by_an_sdk),
         Fault(
             "overloaded",
             "the provider is overloaded (529 or 503, as the provider says it), with retry-after",
             _provider_fault("overloaded"),
+            _made_by_an_sdk,
         ),
-        Fault("timeout", "the request timed out (the SDK's own timeout error)", _provider_fault("timeout")),
-        Fault("connection_reset", "the connection dropped mid-stream (httpx.RemoteProtocolError)", _connection_reset),
+        Fault(
+            "timeout",
+            "the request timed out (the SDK's own timeout error)",
+            _provider_fault("timeout"),
+            _made_by_an_sdk,
+        ),
+        Fault(
+            "connection_reset",
+            "the connection dropped mid-stream (the error the SDK raises then)",
+            _connection_reset,
+            lambda event: _chunks(event) is not None,
+        ),
         Fault("truncated_stream", "the stream ended early, without an error", _truncated_stream),
         Fault("empty_content", "the model answered with empty content and no tool calls", _empty_content),
         Fault("malformed_tool_args", "a tool call's arguments are cut-off JSON", _malformed_tool_args),

@@ -193,7 +193,7 @@ def plan(
         if wanted is not None and event.seq not in wanted:
             continue
         for name in names:
-            if fault_named(name).apply(event, step_rng(seed, index, name), options) is None:
+            if not fault_named(name).applies_to(event, step_rng(seed, index, name), options):
                 continue
             found.append(Mutation(str(source.path), index, event.seq, event.kind, event.name, name, seed, retry_after))
     if max_runs is not None and len(found) > max_runs:
