@@ -15,9 +15,11 @@ in-process over mcp's memory transport (no subprocess, no network):
   ``_result_parser``). An earlier floor stopped at ``CallToolResult.model_validate`` and so
   left out mcp 2.x's schema check, about a third of mcp's own parse (5 of 17 us here).
 
-While a call records, rewind's span context is current (with nothing observing, a
-``StandInSpan`` carrying it), so mcp 2.x injects it into the request's ``_meta`` and the
-in-process server extracts it: that work (~45 us a call here) is part of the recorded side.
+Nothing observes rewind's spans here (no OpenTelemetry configured), so a recorded call
+makes no span current and mcp 2.x propagates nothing, as without rewind. (Under an
+application provider rewind's span is current and mcp injects it into the request's
+``_meta``, which the server extracts: ~45 us a call of mcp's own work, on both sides of
+such a comparison.)
 
 CPU time per call in microseconds. Each round runs one block of each side back to back;
 ratios are taken per round and the median round is reported. Exit status 1 when a

@@ -46,6 +46,7 @@ from opentelemetry import trace
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
 from rewind.errors import PatchGapWarning, RewindWarning
+from rewind.telemetry import TRACERS
 
 from ._stainless import dump_model, resolve
 from ._streams import AsyncStream, SyncStream
@@ -384,8 +385,10 @@ def _rewind_call_span(wrapped: Callable[..., Any], instance: Any, args: tuple[An
 
     Rewind's span is current here and is the step's LLM span; the SDK gets a stand-in
     that records nothing and propagates rewind's span context, as its own would have.
+    When nothing observes rewind's spans there is none, and the SDK keeps its own (its
+    per-client provider, if it has one, still gets it), as without rewind.
     """
-    if not intercepting():
+    if not intercepting() or not TRACERS.observed():
         return wrapped(*args, **kwargs)
     context = trace.get_current_span().get_span_context()
     if not context.is_valid or kwargs.get("propagation", True) is False:

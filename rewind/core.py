@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from types import ModuleType, TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -170,19 +170,15 @@ class Call:
     ) -> None:
         self._observed = TRACERS.observed()
         if not self._observed:
-            stand_in = TRACERS.stand_in_span() if self.session.writer is not None else None
-            if stand_in is not None or self.session.writer is None:
-                # Nothing listens but rewind's own exporter, which reads the event, not the
-                # span: no SDK span is built and ``_commit`` writes the event itself. The
-                # stand-in has the span context the real span would have had and is current
-                # while the call runs, so what the SDK propagates (``traceparent``) is the
-                # same. A replay (no writer) nobody can see gets no span at all. The
-                # decision is the one the ReplaySpanProcessor makes when a span starts.
-                if stand_in is not None:
-                    self.span = stand_in
-                self._direct = True
-                self.session.decide(self)
-                return
+            # Nothing listens but rewind's own exporter, which reads the event, not the span:
+            # no span is built and ``_commit`` writes the event itself (a replay nobody can
+            # see has nothing to write). Nothing is made current either, so what the SDK
+            # propagates (``traceparent``, MCP's ``_meta``) is what it is without rewind,
+            # not the id of a span no backend will ever hold. The decision is the one the
+            # ReplaySpanProcessor makes when a span starts.
+            self._direct = True
+            self.session.decide(self)
+            return
         if describe is not None:
             span_name, attributes = describe()
         attrs: dict[str, Any] = {
@@ -304,7 +300,10 @@ class Call:
 
     # -- live -------------------------------------------------------------------
     def activate(self) -> AbstractContextManager[trace_api.Span]:
-        """Make this call's span current while the live call runs (HTTP spans nest under it)."""
+        """Make this call's span current while the live call runs (HTTP spans nest under it);
+        a call with no span (nobody observes) leaves the current context as it is."""
+        if self.span is trace_api.INVALID_SPAN:
+            return _UNCHANGED
         return _Activation(self.span)
 
     def succeed(
@@ -526,6 +525,9 @@ class _Activation(AbstractContextManager[trace_api.Span]):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         context_api.detach(self._token)  # type: ignore[arg-type]
+
+
+_UNCHANGED: AbstractContextManager[trace_api.Span] = nullcontext(trace_api.INVALID_SPAN)
 
 
 def _identity_fingerprint(identity: Any) -> str:

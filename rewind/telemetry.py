@@ -22,7 +22,6 @@ from opentelemetry import context as context_api
 from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace import Tracer as SdkTracer
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from ._channel import PARCELS
@@ -32,11 +31,6 @@ if TYPE_CHECKING:
     from .core import Call
 
 TRACER_NAME = "rewind"
-
-_SAMPLED = trace_api.TraceFlags(trace_api.TraceFlags.SAMPLED)
-# W3C Trace Context level 2's "random" flag (opentelemetry-api >= 1.39; absent before).
-_SAMPLED_RANDOM = trace_api.TraceFlags(_SAMPLED | getattr(trace_api.TraceFlags, "RANDOM_TRACE_ID", 0))
-_NO_STATE = trace_api.TraceState()
 
 #: The call whose span is being started right now, so processors can find it in on_start.
 STARTING: ContextVar[Call | None] = ContextVar("rewind_starting_call", default=None)
@@ -76,66 +70,11 @@ class _PrivateProvider(TracerProvider):
         # ALWAYS_ON: when rewind owns the pipeline, no step may be sampled away.
         super().__init__(sampler=ALWAYS_ON, shutdown_on_exit=False)
         self.observed = False
-        self._plain: bool | None = None
-        self.root_flags = _SAMPLED
 
     def add_span_processor(self, span_processor: SpanProcessor) -> None:
         if not isinstance(span_processor, SessionRouter):
             self.observed = True
         super().add_span_processor(span_processor)
-
-    def plain(self) -> bool:
-        """Whether rewind's tracer here makes ordinary sampled spans, so a stand-in can take
-        an unobserved span's place: not with ``OTEL_SDK_DISABLED`` (no spans at all) nor a
-        tracer configurator that disables rewind's tracer."""
-        if self._plain is None:
-            from . import __version__
-
-            tracer = self.get_tracer(TRACER_NAME, __version__)
-            enabled = getattr(tracer, "_is_enabled", None)
-            self._plain = isinstance(tracer, SdkTracer) and (enabled is None or bool(enabled()))
-            # Whether a root span's flags say its trace id is random (W3C level 2).
-            is_random = getattr(self.id_generator, "is_trace_id_random", None)
-            self.root_flags = _SAMPLED_RANDOM if is_random is not None and is_random() else _SAMPLED
-        return self._plain
-
-
-class StandInSpan(trace_api.NonRecordingSpan):
-    """What is current while a recorded call nobody observes runs, in place of its span.
-
-    Its span context is the one the private provider would have given the span: the
-    parent's trace (a new one at the root), a fresh span id, flags as the ``ALWAYS_ON``
-    sampler sets them. So what an SDK propagates into its request (``traceparent``) is
-    unchanged. The context is made when first read: most SDKs never read it, and ids,
-    flags and the context's checks are a few microseconds a call.
-    """
-
-    def __init__(self, parent: trace_api.Span, provider: _PrivateProvider) -> None:
-        super().__init__(None)  # type: ignore[arg-type]  # made on first read
-        self._parent = parent
-        self._provider = provider
-
-    def get_span_context(self) -> trace_api.SpanContext:
-        context = self._context
-        if context is None:
-            with _STAND_IN_LOCK:  # two threads reading it at once get the same ids
-                context = self._context
-                if context is None:
-                    context = self._context = self._make_context()
-        return context
-
-    def _make_context(self) -> trace_api.SpanContext:
-        parent = self._parent.get_span_context()
-        ids = self._provider.id_generator
-        if parent.is_valid:
-            trace_id, state = parent.trace_id, parent.trace_state
-            flags = _SAMPLED_RANDOM if getattr(parent.trace_flags, "random_trace_id", False) else _SAMPLED
-        else:
-            trace_id, state, flags = ids.generate_trace_id(), _NO_STATE, self._provider.root_flags
-        return trace_api.SpanContext(trace_id, ids.generate_span_id(), False, flags, state)
-
-
-_STAND_IN_LOCK = threading.Lock()
 
 
 class _TracerSource:
@@ -166,7 +105,7 @@ class _TracerSource:
             self._last_provider, self._last_tracer = provider, tracer
             return tracer
 
-    def private_provider(self) -> _PrivateProvider:
+    def private_provider(self) -> TracerProvider:
         if self._private is None:
             self._private = _PrivateProvider()
         return self._private
@@ -190,15 +129,6 @@ class _TracerSource:
         if self._checked_is_sdk:
             return True
         return self._private is not None and self._private.observed
-
-    def stand_in_span(self) -> trace_api.Span | None:
-        """A span for a recorded call nobody observes, or ``None`` when the caller must
-        start a real one (see ``_PrivateProvider.plain``): no SDK span, only the context
-        the private provider's span would have had (``StandInSpan``)."""
-        provider = self._private or self.private_provider()
-        if not provider.plain():
-            return None
-        return StandInSpan(trace_api.get_current_span(), provider)
 
     def uses_private_provider(self) -> bool:
         return not isinstance(trace_api.get_tracer_provider(), TracerProvider)

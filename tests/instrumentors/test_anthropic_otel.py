@@ -20,7 +20,7 @@ from _anthropic_support import (
     events,
     needs_sdk_spans,
 )
-from rewind.instrumentors.anthropic import SDK_SPANS_ENV, AnthropicInstrumentor, usage_attributes
+from rewind.instrumentors.anthropic import SDK_SPANS_ENV, usage_attributes
 
 import rewind
 from rewind.stub_server import StubServer
@@ -171,45 +171,50 @@ def test_rewind_span_stands_in_for_the_sdk_call_span(default_run: tuple[dict[str
     assert first == second and len(first) == 3
 
 
+KEPT = (
+    SETUP
+    + r"""
+if os.environ["HOW"] == "environment":
+    os.environ["REWIND_ANTHROPIC_SDK_SPANS"] = "1"  # what opentelemetry-instrument users set
+    AnthropicInstrumentor().instrument()
+else:
+    AnthropicInstrumentor().instrument(sdk_spans=True)
+with StubServer() as server:
+    client = anthropic.Anthropic(base_url=server.anthropic_base_url, api_key="sk-ant-x", max_retries=0)
+    with rewind.record(os.path.join(directory, "kept.rewind")):
+        client.messages.create(model="claude-stub", max_tokens=16, messages=ASK)
+    print(json.dumps({"spans": spans(), "traceparents": traceparents(server, 0)}))
+"""
+)
+
+
 @needs_sdk_spans
 @pytest.mark.parametrize("how", ["keyword", "environment"])
-def test_sdk_spans_can_be_kept_as_children(
-    stub: StubServer, trace_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+def test_sdk_spans_can_be_kept_as_children(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    assert SDK_SPANS_ENV == "REWIND_ANTHROPIC_SDK_SPANS"
+    monkeypatch.setenv("HOW", how)
+    report = _report(KEPT, tmp_path)
+    theirs = next(s for s in report["spans"] if s["name"] == "anthropic.messages.create")
+    ours = next(s for s in report["spans"] if s["name"] == "chat claude-stub")
+    assert theirs["parent"] == ours["span_id"] and theirs["trace_id"] == ours["trace_id"]  # nested in rewind's span
+    assert _ids(report["traceparents"][-1]) == (theirs["trace_id"], theirs["span_id"])
+    assert [e.name for e in events(tmp_path / "kept.rewind")] == ["anthropic.messages.create"]
+
+
+@needs_sdk_spans
+def test_nobody_observing_rewind_the_sdk_keeps_its_span_on_a_per_client_provider(
+    patched_anthropic: None, stub: StubServer, trace_path: Path
 ) -> None:
+    """With no application provider, rewind's spans reach no one: the SDK's own span goes
+    to the client's provider and names itself in ``traceparent``, as without rewind."""
     memory, client = _client_with_own_provider(stub)
-    instrumentor = AnthropicInstrumentor()
-    if how == "keyword":
-        instrumentor.instrument(sdk_spans=True)
-    else:
-        monkeypatch.setenv(SDK_SPANS_ENV, "1")  # what opentelemetry-instrument users set
-        instrumentor.instrument()
-    try:
-        with rewind.record(trace_path):
-            client.messages.create(model=MODEL, max_tokens=16, messages=ask("kept"))
-    finally:
-        instrumentor.uninstrument()
-        client.close()
+    with client, rewind.record(trace_path):
+        client.messages.create(model=MODEL, max_tokens=16, messages=ask("inside"))
     (theirs,) = memory.get_finished_spans()
-    assert theirs.name == "anthropic.messages.create" and theirs.parent is not None  # nested in rewind's span
-    assert theirs.parent.trace_id == theirs.context.trace_id
+    assert theirs.name == "anthropic.messages.create" and theirs.parent is None
     traceparent = stub.requests[-1].headers["traceparent"]
     assert _ids(traceparent) == (format(theirs.context.trace_id, "032x"), format(theirs.context.span_id, "016x"))
     assert [e.name for e in events(trace_path)] == ["anthropic.messages.create"]
-
-
-@needs_sdk_spans
-def test_sdk_span_is_handed_to_rewind_on_a_per_client_provider_too(
-    patched_anthropic: None, stub: StubServer, trace_path: Path
-) -> None:
-    memory, client = _client_with_own_provider(stub)
-    with client:
-        client.messages.create(model=MODEL, max_tokens=16, messages=ask("outside"))
-        assert [s.name for s in memory.get_finished_spans()] == ["anthropic.messages.create"]
-        memory.clear()
-        with rewind.record(trace_path):
-            client.messages.create(model=MODEL, max_tokens=16, messages=ask("inside"))
-    assert memory.get_finished_spans() == ()
-    assert "traceparent" in stub.requests[-1].headers  # rewind's span context, propagated
 
 
 def _client_with_own_provider(stub: StubServer) -> tuple[Any, Any]:
