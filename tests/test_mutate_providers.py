@@ -11,6 +11,7 @@ every step: the SDK's own ``except`` catches each one, and the recording answers
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import importlib.util
 import inspect
@@ -18,6 +19,7 @@ import itertools
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -594,3 +596,116 @@ def test_planning_imports_no_sdk(run_python: Any, tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "['empty_content', 'overloaded', 'rate_limit', 'server_error', 'timeout'] []"
+
+
+# --------------------------------------------------------------------------- async clients
+
+
+def _async_asks(name: str) -> tuple[Callable[[Any, str], Any], Callable[[Any, str], Any]]:
+    """(ask, ask streaming) of the SDK's async client: coroutine functions returning the text."""
+    if name == "gemini":
+
+        async def ask(c: Any, text: str) -> str:
+            return str((await c.aio.models.generate_content(model="gemini-2.5-flash", contents=text)).text)
+
+        async def stream(c: Any, text: str) -> str:
+            chunks = await c.aio.models.generate_content_stream(model="gemini-2.5-flash", contents=text)
+            return "".join([chunk.text or "" async for chunk in chunks])
+
+        return ask, stream
+    import xai_sdk
+    from xai_sdk.chat import user
+
+    def chat(c: Any, text: str) -> Any:
+        client = xai_sdk.AsyncClient(api_key="stub", api_host=c._address, use_insecure_channel=True)
+        made = client.chat.create(model="grok-4")
+        made.append(user(text))
+        return made
+
+    async def ask_xai(c: Any, text: str) -> str:
+        return str((await chat(c, text).sample()).content)
+
+    async def stream_xai(c: Any, text: str) -> str:
+        return "".join([chunk.content async for _, chunk in chat(c, text).stream()])
+
+    return ask_xai, stream_xai
+
+
+class _Address:
+    """What the async xAI helpers build their client from (an AsyncClient per call, as its channel is per loop)."""
+
+    def __init__(self, address: str) -> None:
+        self._address = address
+
+
+@pytest.mark.parametrize(
+    ("sdk", "fault"),
+    [
+        ("gemini", "rate_limit"),
+        ("gemini", "timeout"),
+        ("gemini", "connection_reset"),
+        ("xai", "rate_limit"),
+        ("xai", "timeout"),
+        ("xai", "connection_reset"),
+    ],
+)
+def test_an_async_agent_gets_what_the_async_client_raises_live(sdk: str, fault: str, tmp_path: Path) -> None:
+    """google-genai's async client talks through aiohttp (other timeout and dropped-stream classes),
+    xai-sdk's through grpc.aio (AioRpcError): the fault served to a coroutine is that one."""
+    case = CASES[sdk]()
+    ask, stream = _async_asks(sdk)
+    asker = stream if fault == "connection_reset" else ask
+    offline = _Address(DEAD.removeprefix("http://")) if sdk == "xai" else case.client(None, None)
+    undo = case.patch()
+    try:
+        golden = tmp_path / "golden.rewind"
+        if sdk == "xai":
+            with _xai_server_module().XAIStubServer() as server, rewind.record(golden):
+                asyncio.run(asker(_Address(server.address), LONG))
+        else:
+            with StubServer() as server, rewind.record(golden):
+                asyncio.run(asker(case.client(server, None), LONG))
+        live_path = tmp_path / "live.rewind"
+        with rewind.record(live_path):
+            try:
+                asyncio.run(_fail_async_live(case, fault, asker))
+            except Exception:
+                pass  # recorded
+            else:
+                pytest.fail("the live failure did not reach the agent")
+        with pytest.raises(Exception) as replayed, rewind.replay(live_path):
+            asyncio.run(asker(offline, LONG))
+        (mutation,) = plan(golden, faults=[fault], steps=[0], retry_after=RETRY_AFTER)
+        with warnings.catch_warnings(), mutation.session(), pytest.raises(Exception) as injected:
+            warnings.simplefilter("ignore", rewind.UnconsumedEventsWarning)
+            asyncio.run(asker(offline, LONG))
+    finally:
+        undo()
+    assert isinstance(injected.value, ReplayedError)
+    assert type(injected.value) is type(replayed.value), f"{type(replayed.value).__mro__} live"
+    assert case.reads(injected.value) == case.reads(replayed.value)
+
+
+async def _fail_async_live(case: Case, fault: str, asker: Callable[[Any, str], Any]) -> None:
+    if case.name == "xai":
+        import grpc
+
+        code = {
+            "rate_limit": grpc.StatusCode.RESOURCE_EXHAUSTED,
+            "timeout": grpc.StatusCode.DEADLINE_EXCEEDED,
+            "connection_reset": grpc.StatusCode.UNAVAILABLE,
+        }[fault]
+        with _xai_server_module().XAIStubServer() as server:
+            server.servicer.fail_next(code, "failed", after_chunks=2 if fault == "connection_reset" else None)
+            await asker(_Address(server.address), LONG)
+        return
+    if fault == "timeout":
+        with StubServer(latency=1.5) as slow:
+            await asker(case.client(slow, 0.3), LONG)
+    elif fault == "connection_reset":
+        with StubServer() as server, DroppingProxy(server.url) as proxy:
+            await asker(case.client(Behind(proxy.url), None), LONG)
+    else:
+        with StubServer() as server:
+            server.fail_next(429, headers={"retry-after": RETRY_AFTER})
+            await asker(case.client(server, None), LONG)

@@ -16,6 +16,7 @@ recorded stream; tool and retrieval faults on any ``@rewind.tool`` / ``@rewind.m
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from collections.abc import Callable, Mapping
@@ -40,6 +41,9 @@ class FaultOptions:
 
     #: The ``retry-after`` header of injected 429/529 answers, in seconds.
     retry_after: str = "1"
+    #: Build the fault for a call made from a coroutine (an async client): the few SDKs whose
+    #: async transport fails differently (google-genai over aiohttp, xAI's grpc.aio) need it.
+    in_async: bool = False
 
 
 Builder = Callable[[Event, random.Random, FaultOptions], "dict[str, Any] | None"]
@@ -114,7 +118,7 @@ def _provider_fault(fault: str) -> Builder:
     """A builder of one provider fault: the error its SDK raises (``provider_errors``)."""
 
     def build(event: Event, rng: random.Random, options: FaultOptions) -> dict[str, Any] | None:
-        error = provider_error(fault, event, options.retry_after)
+        error = provider_error(fault, event, options.retry_after, in_async=options.in_async)
         return None if error is None else {"error": error}
 
     build.__name__ = f"_{fault}"
@@ -135,7 +139,7 @@ def _connection_reset(event: Event, rng: random.Random, options: FaultOptions) -
         return None
     kept = chunks[: _cut(chunks, rng)]
     # What the agent's loop over the stream gets from its SDK when the connection drops.
-    error = dropped_stream_error(event, kept)
+    error = dropped_stream_error(event, kept, in_async=options.in_async)
     return {"response": event.response, "error": error, "stream": {**stream, "chunks": kept, "truncated": True}}
 
 
@@ -315,14 +319,21 @@ def fault_session(
     if not 0 <= index < len(trace.events):
         raise FaultError(f"{trace.path} has {len(trace.events)} steps; there is no step at index {index}")
     options = FaultOptions(retry_after=str(spec.get("retry_after") or "1"))
-    event = faulty_event(
-        trace.events[index], spec["fault"], index=index, seed=int(spec.get("seed") or 0), options=options
-    )
+    seed = int(spec.get("seed") or 0)
+    event = faulty_event(trace.events[index], spec["fault"], index=index, seed=seed, options=options)
+    # An async client may get another class for the same fault: served when the call comes from a task.
+    async_options = dataclasses.replace(options, in_async=True)
+    in_async = faulty_event(trace.events[index], spec["fault"], index=index, seed=seed, options=async_options)
     label = f"{spec['fault']} at step {trace.events[index].seq}"
     live = bool(spec.get("live"))
-    matcher = WhatIfMatcher(
-        resolve_matcher(match), {index: Change(index, event, replaces=False, label=label)}, then="replay"
+    change = Change(
+        index,
+        event,
+        replaces=False,
+        label=label,
+        async_event=None if in_async.to_dict() == event.to_dict() else in_async,
     )
+    matcher = WhatIfMatcher(resolve_matcher(match), {index: change}, then="replay")
     if live:
         return Session("fork", path=path, match=matcher, fork_at=index + 1, redact=redact, normalize=normalize)
     return Session("replay", path=path, match=matcher, redact=redact, normalize=normalize, network=network)

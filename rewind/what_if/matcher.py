@@ -27,6 +27,7 @@ Where the run goes after the change depends on how the matcher is driven:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -48,6 +49,22 @@ class Change:
     #: True for an edit (the recorded step is replaced), False for a fault (it stays next).
     replaces: bool
     label: str
+    #: Served instead of ``event`` to a call made from an asyncio task, where the SDK's async
+    #: client fails with other classes (``None``: ``event`` either way).
+    async_event: Event | None = None
+
+    def event_for_call(self) -> Event:
+        """``event``, or ``async_event`` when the calling code runs in an asyncio task."""
+        if self.async_event is not None and _in_a_task():
+            return self.async_event
+        return self.event
+
+
+def _in_a_task() -> bool:
+    try:
+        return asyncio.current_task() is not None
+    except RuntimeError:  # no running event loop in this thread
+        return False
 
 
 class WhatIfMatcher:
@@ -129,7 +146,7 @@ class WhatIfMatcher:
                 self._pos += 1
             else:
                 self._faulted = index
-            return change.event
+            return change.event_for_call()
         self._pos += 1
         return recorded
 

@@ -43,6 +43,8 @@ class Failure:
     event: Event
     #: For a stream cut short: the chunks the agent got first.
     kept: list[Any] = field(default_factory=list)
+    #: The call comes from a coroutine (an async client).
+    in_async: bool = False
 
 
 # --------------------------------------------------------------------------- locating classes
@@ -238,6 +240,8 @@ _GOOGLE_WORDING = {
 def _gemini(failure: Failure) -> dict[str, Any]:
     """google-genai: ``errors.ClientError`` (4xx) / ``ServerError`` (5xx) with ``code``, ``status``, ``details``."""
     if failure.fault == "timeout":
+        if failure.in_async and _gemini_async_over_aiohttp():
+            return _record("builtins", "TimeoutError", "")  # aiohttp's total timeout, as asyncio raises it
         return _read_timeout("gemini")
     status = _GOOGLE_STATUS[failure.status]
     error: dict[str, Any] = {"code": failure.status, "message": _GOOGLE_WORDING[failure.fault], "status": status}
@@ -256,6 +260,26 @@ def _gemini(failure: Failure) -> dict[str, Any]:
         response=_response(failure.status, failure, json.dumps(details)),
         details=details,
     )
+
+
+def _gemini_async_over_aiohttp() -> bool:
+    """google-genai's async client talks through aiohttp whenever aiohttp is installed (newer releases)."""
+    try:
+        client = sys.modules.get("google.genai._api_client") or importlib.import_module("google.genai._api_client")
+    except Exception:
+        return False
+    return vars(client).get("has_aiohttp") is True
+
+
+def _gemini_dropped(failure: Failure) -> dict[str, Any]:
+    if failure.in_async and _gemini_async_over_aiohttp():
+        module, qualname = _located("aiohttp.client_exceptions:ClientPayloadError")
+        message = (
+            "Response payload is not completed: <TransferEncodingError: 400, "
+            "message='Not enough data to satisfy transfer length header.'>"
+        )
+        return _record(module, qualname, message)
+    return _dropped(failure)
 
 
 _BEDROCK_OPERATIONS = {
@@ -377,11 +401,13 @@ _GRPC = {
 def _xai(failure: Failure) -> dict[str, Any]:
     """xai-sdk (gRPC): the channel's ``RpcError`` with ``code()`` / ``details()``."""
     code, details = _GRPC[failure.fault]
+    # A sync channel raises its private _InactiveRpcError (replayed as grpc.RpcError), grpc.aio AioRpcError.
+    module, qualname = _located("grpc.aio:AioRpcError") if failure.in_async else ("grpc._channel", "_InactiveRpcError")
     message = (
-        "<_InactiveRpcError of RPC that terminated with:\n"
+        f"<{qualname} of RPC that terminated with:\n"
         f'\tstatus = StatusCode.{code}\n\tdetails = "{details}"\n\tdebug_error_string = "{code}:{details}"\n>'
     )
-    return _record("grpc._channel", "_InactiveRpcError", message, grpc={"code": code, "details": details})
+    return _record(module, qualname, message, grpc={"code": code, "details": details})
 
 
 # --------------------------------------------------------------------------- a stream cut short
@@ -477,7 +503,7 @@ DELIVERIES: dict[str, Delivery] = {
     },
     "mistral": Delivery(_mistral),
     "cohere": Delivery(_cohere),
-    "gemini": Delivery(_gemini),
+    "gemini": Delivery(_gemini, _gemini_dropped),
     "bedrock": Delivery(_bedrock, _bedrock_dropped),
     "litellm": Delivery(_litellm, _litellm_dropped),
     "xai": Delivery(_xai, _xai_dropped),
@@ -490,7 +516,7 @@ def sdk_of(event: Event) -> str | None:
     return module if event.kind == "llm" and module in DELIVERIES else None
 
 
-def provider_error(fault: str, event: Event, retry_after: str) -> dict[str, Any] | None:
+def provider_error(fault: str, event: Event, retry_after: str, *, in_async: bool = False) -> dict[str, Any] | None:
     """The error record of ``fault`` at ``event`` as its SDK delivers it, or ``None`` for a step no SDK made."""
     sdk = sdk_of(event)
     if sdk is None:
@@ -498,12 +524,12 @@ def provider_error(fault: str, event: Event, retry_after: str) -> dict[str, Any]
     delivery = DELIVERIES[sdk]
     status = {"rate_limit": 429, "server_error": 500, "overloaded": delivery.overloaded, "timeout": 0}[fault]
     waits = fault in ("rate_limit", "overloaded")
-    return delivery.make(Failure(fault, status, retry_after if waits else None, event))
+    return delivery.make(Failure(fault, status, retry_after if waits else None, event, in_async=in_async))
 
 
-def dropped_stream_error(event: Event, kept: list[Any]) -> dict[str, Any]:
+def dropped_stream_error(event: Event, kept: list[Any], *, in_async: bool = False) -> dict[str, Any]:
     """The error an agent iterating ``event``'s stream gets after ``kept`` when the connection drops."""
     sdk = sdk_of(event)
     if sdk is None:  # a stream rewind does not know the SDK of: httpx's error, the common case
         return _record("httpx", "RemoteProtocolError", _PEER_CLOSED)
-    return DELIVERIES[sdk].dropped(Failure("connection_reset", 0, None, event, kept))
+    return DELIVERIES[sdk].dropped(Failure("connection_reset", 0, None, event, kept, in_async))
