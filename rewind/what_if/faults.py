@@ -145,8 +145,8 @@ def _connection_reset(event: Event, rng: random.Random, options: FaultOptions) -
 
 def _truncated_stream(event: Event, rng: random.Random, options: FaultOptions) -> dict[str, Any] | None:
     stream = event.get("stream")
-    chunks = stream.get("chunks") if isinstance(stream, Mapping) else None
-    if not isinstance(chunks, list) or len(chunks) < 2:
+    chunks = _chunks(event)
+    if chunks is None:
         return None
     kept = chunks[: _cut(chunks, rng)]
     return {"response": event.response, "stream": {**stream, "chunks": kept, "truncated": True}}
