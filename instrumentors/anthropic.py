@@ -38,22 +38,21 @@ import copy
 import inspect
 import json
 import os
-from collections.abc import Callable, Collection, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any
 
 import wrapt
 from opentelemetry import trace
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
 from rewind.errors import PatchGapWarning, RewindWarning
 from rewind.telemetry import TRACERS
 
+from ._instrumentor import SurfaceInstrumentor
 from ._stainless import dump_model, resolve
 from ._streams import AsyncStream, SyncStream
 from ._surface import (
     BindingFields,
     EndpointFields,
-    Patcher,
     Provider,
     Surface,
     async_wrapper,
@@ -450,56 +449,37 @@ def _keep_sdk_spans(option: Any) -> bool:
     return os.environ.get(SDK_SPANS_ENV, "").strip().lower() in ("1", "true", "yes", "on", "keep")
 
 
-def _older_than_supported(version: str) -> bool:
-    try:
-        from packaging.version import InvalidVersion, Version
-    except ImportError:  # packaging comes with opentelemetry-instrumentation; never block on it
-        return False
-    try:
-        return Version(version) < Version(MINIMUM_SDK)
-    except InvalidVersion:
-        return False
-
-
 PROVIDER = AnthropicProvider()
 
 #: The oldest anthropic release the test suite is run against.
 MINIMUM_SDK = "0.43"
 
 
-class AnthropicInstrumentor(BaseInstrumentor):
+class AnthropicInstrumentor(SurfaceInstrumentor):
     """Records and replays calls made through the ``anthropic`` SDK (``rewind_anthropic`` entry point).
 
     ``instrument(sdk_spans=True)`` keeps the SDK's own call spans (nested in rewind's) while
     a session records; by default rewind's span stands in for them. See the module docstring.
+    Besides the provider's surfaces it hooks two pieces of the SDK's own machinery: its
+    stream metaclass (so a replayed stream proxy passes ``isinstance``) and, unless the
+    SDK's spans are kept, its call-span factory.
     """
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return (f"anthropic >= {MINIMUM_SDK}",)
+    provider = PROVIDER
+    sdk = "anthropic"
+    # Older releases' stream helper re-reads the HTTP body itself: recording it would be silently wrong.
+    minimum = MINIMUM_SDK
 
     def _instrument(self, **kwargs: Any) -> None:
-        import anthropic  # a missing SDK raises ModuleNotFoundError: the loader skips us
-
-        if _older_than_supported(getattr(anthropic, "__version__", "")):
-            # Their stream helper re-reads the HTTP body itself: recording it would be silently wrong.
-            warn_once(
-                "instrument:anthropic:version",
-                f"rewind supports anthropic >= {MINIMUM_SDK}; the installed {anthropic.__version__} is not "
-                "instrumented, so its calls run live and unrecorded. Upgrade the anthropic SDK.",
-                PatchGapWarning,
-            )
-            return
-        patcher = getattr(self, "_rewind_patcher", None)
-        if patcher is None:
-            patcher = self._rewind_patcher = Patcher(PROVIDER)
-        if patcher.active:
+        super()._instrument(**kwargs)
+        patcher = self.__dict__.get("_rewind_patcher")
+        if patcher is None or not patcher.active or self.__dict__.get("_rewind_hooks"):
             return
         hooks = [_SDKHook(*target) for target in _ISINSTANCE_HOOKS]
         if not _keep_sdk_spans(kwargs.get("sdk_spans")):
             hooks.append(_SDKHook(*_SDK_SPAN_HOOK))
         self._rewind_hooks = hooks
         try:
-            patcher.apply()
             for hook in hooks:
                 hook.apply()
         except RewindWarning:
@@ -514,9 +494,6 @@ class AnthropicInstrumentor(BaseInstrumentor):
             )
 
     def _uninstrument(self, **kwargs: Any) -> None:
-        patcher = getattr(self, "_rewind_patcher", None)
-        if patcher is not None:
-            patcher.revert()
-        for hook in reversed(getattr(self, "_rewind_hooks", [])):
+        for hook in reversed(self.__dict__.pop("_rewind_hooks", None) or []):
             hook.revert()
-        self._rewind_hooks = []
+        super()._uninstrument(**kwargs)

@@ -20,7 +20,7 @@ from _anthropic_support import (
     events,
 )
 from anthropic.resources.messages import AsyncMessages, Messages
-from rewind.instrumentors import _surface
+from rewind.instrumentors import _instrumentor, _surface
 from rewind.instrumentors.anthropic import MINIMUM_SDK, AnthropicInstrumentor
 
 import rewind
@@ -96,7 +96,8 @@ def test_instrumentor_contract() -> None:
 
 def test_an_sdk_older_than_the_floor_is_left_alone_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_surface, "_WARNED", set())
-    monkeypatch.setattr(anthropic, "__version__", "0.42.0")
+    # What the installed distribution reports (the check every SDK's instrumentor shares).
+    monkeypatch.setattr(_instrumentor, "_installed_version", lambda distribution, module: "0.42.0")
     with pytest.warns(PatchGapWarning, match=f"anthropic >= {MINIMUM_SDK}"):
         unpatch = integrations.patch_anthropic()
     try:
