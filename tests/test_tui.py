@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -69,8 +69,9 @@ class Pane:
     def keys(self, *keys: str, literal: bool = False) -> None:
         self.tmux("send-keys", "-t", "main", *(["-l"] if literal else []), *keys)
 
-    def screen(self, *, escapes: bool = False, history: bool = False) -> str:
-        options = [*(["-e"] if escapes else []), *(["-S", "-"] if history else [])]
+    def screen(self, *, escapes: bool = False, history: bool = False, joined: bool = False) -> str:
+        """The pane's text; ``joined``: lines the pane wrapped are joined back, spaces kept."""
+        options = [*(["-e"] if escapes else []), *(["-S", "-"] if history else []), *(["-J"] if joined else [])]
         return self.tmux("capture-pane", "-p", *options, "-t", "main")
 
     def wait_for(self, *texts: str, absent: tuple[str, ...] = (), timeout: float = 20.0) -> str:
@@ -83,6 +84,18 @@ class Pane:
                 return screen
             time.sleep(0.05)
         raise AssertionError(f"screen never showed {texts} (without {absent}):\n{screen}")
+
+    def wait_for_list(self, *texts: str, rows: Callable[[list[str]], bool], timeout: float = 20.0) -> str:
+        """The screen once it shows ``texts`` and its step list satisfies ``rows``: a capture
+        can land between curses drawing the detail pane and drawing the list."""
+        deadline = time.monotonic() + timeout
+        screen = ""
+        while time.monotonic() < deadline:
+            screen = self.screen()
+            if all(t in screen for t in texts) and rows(list_rows(screen)):
+                return screen
+            time.sleep(0.05)
+        raise AssertionError(f"the step list never settled for {texts}:\n{screen}")
 
     def exit_status(self, timeout: float = 20.0) -> int:
         deadline = time.monotonic() + timeout
@@ -126,7 +139,9 @@ def list_rows(screen: str) -> list[str]:
 
 def test_browse_move_jump_and_quit(pane: Pane, trip: Path) -> None:
     pane.start("show", trip, "--tui")
-    screen = pane.wait_for(f"rewind · 6 steps · {trip}", "step 0 · memory · recall")
+    screen = pane.wait_for_list(
+        f"rewind · 6 steps · {trip}", "step 0 · memory · recall", rows=lambda rows: len(rows) == 6
+    )
     rows = list_rows(screen)
     assert [cells(row) for row in rows][:2] == [["#0", "memory", "recall"], ["#1", "llm", "chat"]]
     assert rows[0].startswith(">"), "the cursor starts on the first step"
@@ -137,9 +152,10 @@ def test_browse_move_jump_and_quit(pane: Pane, trip: Path) -> None:
     assert "j/k move  g/G top/end  PgUp/PgDn page  / filter  Enter expand  q quit" in screen
 
     pane.keys("j")
-    screen = pane.wait_for("step 1 · llm · chat", "model: gpt-4o-2024-08-06")
+    screen = pane.wait_for_list(
+        "step 1 · llm · chat", "model: gpt-4o-2024-08-06", rows=lambda rows: len(rows) == 6 and rows[1].startswith(">")
+    )
     assert "→ search(query=Paris)" in screen
-    assert list_rows(screen)[1].startswith(">")
     pane.keys("Down")
     pane.wait_for("step 2 · tool · search", '{"query":"Paris"}')
     pane.keys("G")
@@ -164,7 +180,9 @@ def test_filter_by_substring(pane: Pane, trip: Path) -> None:
     pane.wait_for("6 steps")
     pane.keys("/")
     pane.keys("paris museums", literal=True)
-    screen = pane.wait_for("1/6 steps · filter: paris museums ·", "/paris museums")
+    screen = pane.wait_for_list(
+        "1/6 steps · filter: paris museums ·", "/paris museums", rows=lambda rows: len(rows) == 1
+    )
     assert [cells(row)[0] for row in list_rows(screen)] == ["#3"]
     assert "step 3 · tool · search" in screen
     pane.keys("Enter")
@@ -173,7 +191,7 @@ def test_filter_by_substring(pane: Pane, trip: Path) -> None:
     pane.keys("/")
     pane.keys(*["BSpace"] * len("paris museums"))
     pane.keys("search", literal=True)
-    screen = pane.wait_for("5/6 steps · filter: search")
+    screen = pane.wait_for_list("5/6 steps · filter: search", rows=lambda rows: len(rows) == 5)
     assert [cells(row)[0] for row in list_rows(screen)] == ["#1", "#2", "#3", "#4", "#5"]
     assert "step 3 · tool · search" in screen, "the selected step stays selected"
     pane.keys("Enter")
@@ -182,15 +200,15 @@ def test_filter_by_substring(pane: Pane, trip: Path) -> None:
     pane.keys("/")
     pane.keys(*["BSpace"] * len("search"))
     pane.keys("unavailable", literal=True)
-    screen = pane.wait_for("1/6 steps · filter: unavailable")
+    screen = pane.wait_for_list("1/6 steps · filter: unavailable", rows=lambda rows: len(rows) == 1)
     assert [cells(row)[0] for row in list_rows(screen)] == ["#4"]
     pane.keys("Enter")
     pane.keys("/")
     pane.keys("zzz-nothing", literal=True)
     pane.wait_for("0/6 steps", "no steps match 'unavailablezzz-nothing'")
     pane.keys("Escape")
-    screen = pane.wait_for("6 steps", absent=("filter:",))
-    assert len(list_rows(screen)) == 6
+    pane.wait_for("6 steps", absent=("filter:",))
+    pane.wait_for_list("6 steps", rows=lambda rows: len(rows) == 6)
     pane.keys("q")
     assert pane.exit_status() == 0
 
@@ -221,19 +239,19 @@ def test_enter_expands_pretty_json_that_scrolls(pane: Pane, trip: Path) -> None:
 def test_pages_through_a_long_trace(pane: Pane, tmp_path: Path) -> None:
     long = record_long(tmp_path / "long.rewind", 100)
     pane.start("show", long, "--tui", rows=20)
-    screen = pane.wait_for("100 steps", "step 0 · tool · fetch")
-    assert len(list_rows(screen)) == 18
+    pane.wait_for_list("100 steps", "step 0 · tool · fetch", rows=lambda rows: len(rows) == 18)
     pane.keys("NPage")
-    screen = pane.wait_for("step 17 · tool · fetch")
+    pane.wait_for("step 17 · tool · fetch")
     pane.keys("NPage")
-    screen = pane.wait_for("step 34 · tool · fetch")
-    rows = list_rows(screen)
-    assert rows[-1].startswith(">") and rows[-1].split()[1] == "#34"
+
+    def last_selected(rows: list[str]) -> bool:
+        return bool(rows) and rows[-1].startswith(">") and rows[-1].split()[1] == "#34"
+
+    pane.wait_for_list("step 34 · tool · fetch", rows=last_selected)
     pane.keys("PPage")
     pane.wait_for("step 17 · tool · fetch")
     pane.keys("G")
-    screen = pane.wait_for("step 99 · tool · fetch")
-    assert list_rows(screen)[-1].split()[1] == "#99"
+    pane.wait_for_list("step 99 · tool · fetch", rows=lambda rows: bool(rows) and rows[-1].split()[1] == "#99")
     pane.keys("q")
     assert pane.exit_status() == 0
 
@@ -296,7 +314,7 @@ def test_a_corrupt_step_ends_the_browser_with_a_one_line_error(pane: Pane, trip:
     pane.wait_for("6 steps", "step 0 · memory")
     pane.keys("j", "j")
     assert pane.exit_status() == 2
-    text = "".join(pane.screen(history=True).splitlines())  # the message wraps at the pane's width
+    text = pane.screen(history=True, joined=True)  # the message wraps at the pane's width
     assert f"rewind: error: {bad}:4: corrupt event line" in text
     assert "restore it from a copy or re-record the run" in text
     assert "Traceback" not in text
