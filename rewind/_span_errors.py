@@ -21,6 +21,7 @@ from typing import Any
 from opentelemetry.trace import Span, Status, StatusCode
 
 from ._http_error import is_secret_header
+from .replayed_error import encode_error
 
 #: What a credential found in an error is replaced with.
 REMOVED = "[credential removed by rewind]"
@@ -111,8 +112,6 @@ def exported_message(
     if redact is None and not credentials:
         return None
     if record is None:
-        from .replayed_error import encode_error  # replayed_error imports the HTTP helpers this module uses
-
         record = without_credentials(encode_error(exc), credentials)
         if redact is not None:
             try:
