@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..model import CONTENT_TRUNCATED, Draft
+from ..model import CONTENT_TRUNCATED, Chat, Draft
 
 
 def json_value(draft: Draft, key: str, value: Any) -> Any:
@@ -100,3 +100,20 @@ def _family(value: str) -> str:
     if lowered in ("openai", "azure.ai.openai", "az.ai.openai", "azure"):
         return "openai"
     return lowered
+
+
+def genai_chat(attrs: dict[str, Any], scope: str, embeddings: bool) -> Chat:
+    """The chat (or embeddings) call the ``gen_ai.*`` attributes describe: provider, model,
+    parameters, usage (either spelling of the token counts) and the response's id and model.
+    What the layouts differ in, their messages, each mapper adds."""
+    model = attrs.get("gen_ai.request.model")
+    return Chat(
+        provider=provider_of(attrs, scope, model),
+        operation="embeddings" if embeddings else "chat",
+        model=model if isinstance(model, str) else None,
+        params=request_params(attrs),
+        input_tokens=int_or_none(attrs.get("gen_ai.usage.input_tokens", attrs.get("gen_ai.usage.prompt_tokens"))),
+        output_tokens=int_or_none(attrs.get("gen_ai.usage.output_tokens", attrs.get("gen_ai.usage.completion_tokens"))),
+        response_id=attrs.get("gen_ai.response.id"),
+        response_model=attrs.get("gen_ai.response.model"),
+    )

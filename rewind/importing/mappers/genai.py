@@ -20,7 +20,7 @@ from typing import Any
 from ... import content_capture
 from ..model import CONTENT_MISSING, Chat, Draft
 from ..spans import SpanRecord
-from ._attrs import int_or_none, json_value, parse_arguments, provider_of, request_params
+from ._attrs import genai_chat, int_or_none, json_value, parse_arguments
 
 LAYOUT = "genai"
 DETAILS_EVENT = "gen_ai.client.inference.operation.details"
@@ -100,17 +100,7 @@ def chat_of(span: SpanRecord, draft: Draft, operation: str = "chat") -> Chat:
     for event in span.events:
         if event.name == DETAILS_EVENT:  # content moved off the span onto an event or log record
             attrs.update({k: v for k, v in event.attributes.items() if k.startswith("gen_ai.")})
-    model = attrs.get("gen_ai.request.model")
-    chat = Chat(
-        provider=provider_of(attrs, span.scope, model),
-        operation="embeddings" if operation == "embeddings" else "chat",
-        model=model if isinstance(model, str) else None,
-        params=request_params(attrs),
-        input_tokens=int_or_none(attrs.get("gen_ai.usage.input_tokens", attrs.get("gen_ai.usage.prompt_tokens"))),
-        output_tokens=int_or_none(attrs.get("gen_ai.usage.output_tokens", attrs.get("gen_ai.usage.completion_tokens"))),
-        response_id=attrs.get("gen_ai.response.id"),
-        response_model=attrs.get("gen_ai.response.model"),
-    )
+    chat = genai_chat(attrs, span.scope, embeddings=operation == "embeddings")
     for key in ("gen_ai.request.stream", "gen_ai.is_streaming", "llm.is_streaming"):
         if isinstance(attrs.get(key), bool):
             chat.streamed = attrs[key]

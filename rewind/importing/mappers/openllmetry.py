@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Chat, Draft
+from ..model import Draft
 from ..spans import SpanRecord
-from ._attrs import indexed, int_or_none, json_value, parse_arguments, provider_of, request_params
+from ._attrs import genai_chat, indexed, json_value, parse_arguments
 
 LAYOUT = "openllmetry"
 
@@ -30,17 +30,7 @@ def map_span(span: SpanRecord) -> Draft | None:
     if request_type not in ("chat", "completion", "embedding"):
         return None
     draft = Draft(span, LAYOUT, "llm")
-    model = attrs.get("gen_ai.request.model")
-    chat = Chat(
-        provider=provider_of(attrs, span.scope, model),
-        operation="embeddings" if request_type == "embedding" else "chat",
-        model=model if isinstance(model, str) else None,
-        params=request_params(attrs),
-        input_tokens=int_or_none(attrs.get("gen_ai.usage.input_tokens", attrs.get("gen_ai.usage.prompt_tokens"))),
-        output_tokens=int_or_none(attrs.get("gen_ai.usage.output_tokens", attrs.get("gen_ai.usage.completion_tokens"))),
-        response_id=attrs.get("gen_ai.response.id"),
-        response_model=attrs.get("gen_ai.response.model"),
-    )
+    chat = genai_chat(attrs, span.scope, embeddings=request_type == "embedding")
     if "llm.is_streaming" in attrs:
         chat.streamed = bool(attrs["llm.is_streaming"])
     prompts = indexed(attrs, "gen_ai.prompt.")
