@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic_core import SchemaValidator
 
 from rewind.core import Call, begin_call
 from rewind.errors import RedactionError
@@ -87,8 +88,9 @@ class MCPProvider(Provider):
 
     def __init__(self) -> None:
         super().__init__()
-        #: Revival types by import path: the model class, or ``False`` for none (checked once).
-        self._models: dict[str, type[BaseModel] | bool] = {}
+        #: Revival by import path: the model's validator (``model_validate`` without its
+        #: keyword handling, a tenth of a replayed call), or ``False`` for none (checked once).
+        self._models: dict[str, Callable[[Any], Any] | bool] = {}
 
     def make_kit(self) -> Kit:
         return Kit()  # pydantic types (model_validate); no streams, no HTTP wrappers
@@ -176,7 +178,9 @@ class MCPProvider(Provider):
         if surface.method == "call_tool":
             tool = str(arguments.get("name"))
             args = arguments.get("arguments")
-            request = {"name": tool, "arguments": dict(args) if isinstance(args, Mapping) else {}}
+            if type(args) is not dict:  # the usual type first: an ABC check costs more
+                args = args if isinstance(args, Mapping) else {}
+            request = {"name": tool, "arguments": dict(args)}
             name = tool
         elif surface.method == "read_resource":
             request = {"uri": str(arguments.get("uri"))}
@@ -226,17 +230,17 @@ class MCPProvider(Provider):
             return data  # a raw dict live too (send_discover)
         if isinstance(type_name, str) and type_name.isidentifier():
             path = f"{_TYPES}:{type_name}"
-        model = self._models.get(path)
-        if model is None:
+        validate = self._models.get(path)
+        if validate is None:
             type_ = self.type_of(path)  # mcp.types is imported already: the session module uses it
-            model = type_ if isinstance(type_, type) and issubclass(type_, BaseModel) else False
-            self._models[path] = model
-        if model is False:
+            is_model = isinstance(type_, type) and issubclass(type_, BaseModel)
+            validate = self._models[path] = _validator(type_) if is_model else False
+        if not callable(validate):
             # A trace names only a model class of mcp.types; anything else is served as data.
             self._fallback(path, "mcp.types has no such model")
             return data
         try:
-            return self.kit.parse(model, data)
+            return validate(data)
         except Exception as exc:  # any revival failure degrades to the dict
             self._fallback(path, f"{type(exc).__name__}: {exc}")
             return data
@@ -261,33 +265,52 @@ class MCPProvider(Provider):
         return exc
 
 
+def _validator(model: type[BaseModel]) -> Callable[[Any], Any]:
+    """What ``model.model_validate(data)`` runs, called directly."""
+    try:
+        validator = model.__pydantic_validator__
+        if isinstance(validator, SchemaValidator):  # not a stand-in for a deferred build
+            return validator.validate_python
+    except AttributeError:
+        pass
+    return model.model_validate
+
+
 class _Binder:
     """Binds a call's arguments to parameter names, by hand (``Signature.bind`` is slow and
     ran on every call); anything unusual takes ``Signature.bind`` for its exact semantics."""
 
-    __slots__ = ("names", "positional", "required", "signature")
+    __slots__ = ("covering", "names", "positional", "required", "signature")
 
     def __init__(self, signature: inspect.Signature) -> None:
-        params = signature.parameters.values()
+        params = list(signature.parameters.values())
         simple = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
         self.signature = signature
         self.positional = [p.name for p in params if p.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD]
         self.names = frozenset(p.name for p in params if p.kind in simple)
         # Only plain named parameters take the fast path (every mcp release so far).
-        if len(self.names) != len(signature.parameters):
+        if len(self.names) != len(params):
             self.positional = []
             self.names = frozenset()
         self.required = frozenset(p.name for p in params if p.default is inspect.Parameter.empty)
+        #: How many positional arguments supply every required parameter (more than there
+        #: can be when one is keyword-only): the usual call needs no set check.
+        required_at = [i for i, name in enumerate(self.positional) if name in self.required]
+        covered = len(required_at) == len(self.required)
+        self.covering = (required_at[-1] + 1 if required_at else 0) if covered else len(params) + 1
 
     def __call__(self, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any] | None:
-        if self.names and len(args) <= len(self.positional):
-            bound = dict(zip(self.positional, args))
+        positional = self.positional
+        if self.names and len(args) <= len(positional):
+            bound = {}
+            for at, value in enumerate(args):  # faster than dict(zip(...)) for a few
+                bound[positional[at]] = value
             for key, value in kwargs.items():
                 if key in bound or key not in self.names:
                     break
                 bound[key] = value
             else:
-                if self.required.issubset(bound):
+                if len(args) >= self.covering or self.required.issubset(bound):
                     return bound
         try:
             return dict(self.signature.bind(*args, **kwargs).arguments)

@@ -24,6 +24,7 @@ import os
 import sys
 import warnings
 from collections import deque
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from .canonical import canonical_json
@@ -142,6 +143,18 @@ class ForkableMatcher(Matcher, Protocol):
         """The prefix event answering this call, or ``None`` to go live."""
 
 
+def next_if_same(events: Sequence[Event], cursor: int, call: Any) -> Event | None:
+    """The event at ``cursor`` when it is ``call`` (same fingerprint, name and kind), else ``None``.
+
+    ``call`` is anything with those three attributes: the replay's strict path passes the
+    intercepted call itself, and builds an ``IncomingCall`` only when this says no."""
+    if cursor < len(events):
+        expected = events[cursor]
+        if expected.fingerprint == call.fingerprint and expected.name == call.name and expected.kind == call.kind:
+            return expected
+    return None
+
+
 class StrictMatcher:
     """The next recorded event must be this exact call: same kind, name and fingerprint."""
 
@@ -152,10 +165,9 @@ class StrictMatcher:
 
     def match(self, cursor: int, call: IncomingCall, trace: Trace) -> Event:
         events = trace.events
-        if cursor < len(events):
-            expected = events[cursor]
-            if expected.fingerprint == call.fingerprint and expected.name == call.name and expected.kind == call.kind:
-                return expected
+        expected = next_if_same(events, cursor, call)
+        if expected is not None:
+            return expected
         from .divergence import divergence, later_than
 
         if cursor >= len(events):

@@ -14,7 +14,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from .errors import DivergenceError
-from .matching import IncomingCall, Matcher
+from .matching import IncomingCall, Matcher, StrictMatcher, next_if_same
 from .telemetry import STARTING
 from .trace import Event, Trace
 
@@ -35,6 +35,9 @@ class ReplaySpanProcessor(SpanProcessor):
         self.went_live = False
         self._lock = lock
         self._positional = bool(getattr(matcher, "positional", True))
+        #: Strict matching serves the next step when it is the same call: checked on the
+        #: call itself, before building what a matcher is given (the common case of a replay).
+        self._strict = type(matcher) is StrictMatcher
         self._serve_prefix: Any = None
         if fork_at is not None:
             if fork_at > len(trace.events):
@@ -69,16 +72,17 @@ class ReplaySpanProcessor(SpanProcessor):
     # -- the decision -----------------------------------------------------------
     def serve(self, call: Call) -> None:
         """Decide what answers ``call``: sets ``call.served``, ``call.divergence`` or a live seq."""
-        incoming = IncomingCall.of(call)
         with self._lock:
             if call.decided:
                 return
             call.decided = True
-            try:
-                event = self._pick(incoming)
-            except DivergenceError as error:
-                call.divergence = error
-                return
+            event = self._next_if_same(call) if self._strict else None
+            if event is None:
+                try:
+                    event = self._pick(IncomingCall.of(call))
+                except DivergenceError as error:
+                    call.divergence = error
+                    return
             if event is None:
                 self.went_live = True
                 call.seq = call.session.reserve_seq_locked()
@@ -90,6 +94,11 @@ class ReplaySpanProcessor(SpanProcessor):
             call.session.note_served_locked(event)
         # Outside the lock: a fork copies each served step into the trace it saves.
         call.session.keep_served(event)
+
+    def _next_if_same(self, call: Call) -> Event | None:
+        if self.fork_at is not None and self.cursor >= self.fork_at:
+            return None
+        return next_if_same(self.trace.events, self.cursor, call)
 
     def _pick(self, incoming: IncomingCall) -> Event | None:
         if self.fork_at is None:

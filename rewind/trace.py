@@ -394,25 +394,43 @@ def _read_head_before(source: _LineSource, offset: int, length: int, request_tex
     cut = len(raw) - len(text) - 1  # where the request starts, if the line ends with it
     if raw[-1:] != b"}" or not raw.startswith(text, cut) or not raw.endswith(_REQUEST_FIELD, 0, cut):
         return None
-    before = raw[: cut - len(_REQUEST_FIELD)] + b"}"
-    # The request is the caller's own text: only what the file adds needs bounding.
-    body = exact_loads(before, max_depth=_safe.MAX_DEPTH)
-    if body is None or "request" in body:
+    start = _body_start(raw)
+    if start < 0:
         return None
-    # The skeleton was read when the trace was opened: here its keys need only be there
-    # (each once: exact_loads checked that) to be taken out of the body.
-    try:
-        for key in _SKELETON_KEYS:
-            del body[key]
-    except KeyError:
+    fields = b"{" + raw[start : cut - len(_REQUEST_FIELD)] + b"}"
+    # The request is the caller's own text: only what the file adds needs bounding.
+    body = exact_loads(fields, max_depth=_safe.MAX_DEPTH)
+    # Each key once (exact_loads checked that), and none of the skeleton's again.
+    if body is None or not _NOT_IN_BODY.isdisjoint(body):
         return None
     try:
         _check_error(body)
     except ValueError as exc:
         raise _corrupt(source, offset, exc) from None
-    if source.blobs is not None and _blobs.BLOB_MARKER in before:
+    if source.blobs is not None and _blobs.BLOB_MARKER in fields:
         body = _restore_fields(body, source.blobs, None)
     return body
+
+
+#: Keys a body read without its skeleton and request must not hold.
+_NOT_IN_BODY = frozenset((*_SKELETON_KEYS, "request"))
+
+
+def _body_start(raw: bytes) -> int:
+    """Where the fields after the skeleton start in the line of a lazily loaded event, or -1.
+
+    Its line matched ``_SKELETON`` when the trace was opened, so no pattern runs again:
+    the skeleton ends at its first ``,"live":`` (a name's quotes are escaped, so none of
+    its text can read so), with the value and the comma after it. A line that no longer
+    reads so (the file changed since) is -1, and the caller reads it the strict way."""
+    at = raw.find(b',"live":')
+    if at < 0 or not raw.startswith(b'{"seq":'):
+        return -1
+    if raw.startswith(b"true,", at + 8):
+        return at + 13
+    if raw.startswith(b"false,", at + 8):
+        return at + 14
+    return -1
 
 
 def _read_exact_body(source: _LineSource, offset: int, length: int) -> dict[str, Any] | None:

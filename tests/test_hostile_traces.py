@@ -457,6 +457,19 @@ def test_a_key_twice_before_the_request_is_found_when_the_response_is_read(tmp_p
         lookup("a")
 
 
+@pytest.mark.parametrize("key", ["seq", "live", "fingerprint"])
+def test_a_skeleton_key_again_before_the_request_is_refused_by_a_strict_replay(tmp_path: Path, key: str) -> None:
+    # A strict replay parses only the fields between the skeleton and the request: one of
+    # the skeleton's keys there again is the same ambiguity as anywhere else in the line.
+    path = record(tmp_path / "run.rewind")
+    lines = lines_of(path)
+    value = json.dumps(json.loads(lines[1])[key])
+    lines[1] = lines[1].replace(',"request":', f',"{key}":{value},"request":', 1)
+    write_lines(path, lines)
+    with pytest.raises(TraceFormatError, match=f"'{key}' appears twice"), rewind.replay(path):
+        lookup("a")
+
+
 def test_a_key_twice_in_a_hand_edited_line_or_the_header_is_rejected(tmp_path: Path) -> None:
     path = record(tmp_path / "run.rewind")
     lines = lines_of(path)
