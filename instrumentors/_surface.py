@@ -623,7 +623,13 @@ def _start(surface: Surface, instance: Any, args: tuple[Any, ...], kwargs: Mappi
         return None
     provider = surface.provider
     request = provider.request(surface, instance, args, kwargs)
-    call = begin_call("llm", surface.name, request, describe=lambda: provider.span(surface, instance, request))
+    call = begin_call(
+        "llm",
+        surface.name,
+        request,
+        describe=lambda: provider.span(surface, instance, request),
+        is_async=surface.is_async,
+    )
     if call is None:
         return None
     return provider.invocation(surface, call, instance, kwargs)

@@ -346,7 +346,9 @@ def _hook(surface: Surface) -> Callable[..., Any]:
         if arguments is None:
             return await wrapped(*args, **kwargs)
         name, request = provider.step(surface, arguments)
-        call = begin_call(kind, name, request, describe=lambda: provider.span(surface, instance, request))
+        call = begin_call(
+            kind, name, request, describe=lambda: provider.span(surface, instance, request), is_async=True
+        )
         if call is None:
             return await wrapped(*args, **kwargs)
         if kind == "tool":

@@ -79,12 +79,15 @@ class Call:
         "_capture",
         "_observed",
         "_direct",
+        "is_async",
     )
 
-    def __init__(self, session: Session, kind: str, name: str, request: Any) -> None:
+    def __init__(self, session: Session, kind: str, name: str, request: Any, is_async: bool | None = None) -> None:
         self.session = session
         self.kind = kind
         self.name = name
+        #: Whether the agent awaits this call (``None``: the hook does not say).
+        self.is_async = is_async
         self._raw = request
         self._request: Any = _UNSET
         self._identity: Any = _UNSET
@@ -560,18 +563,21 @@ def begin_call(
     span_name: str | None = None,
     attributes: Mapping[str, Any] | None = None,
     describe: Describe | None = None,
+    is_async: bool | None = None,
 ) -> Call | None:
     """Start intercepting a call, or return ``None`` when no session is active.
 
     ``describe`` gives the span's name and start attributes in place of ``span_name`` /
     ``attributes``; it runs only when the span can reach anyone (an instrumentor's
-    attributes cost a few microseconds a call that no one may read).
+    attributes cost a few microseconds a call that no one may read). ``is_async`` says
+    whether the agent awaits the call: a fault injected there is what that flavour of the
+    SDK raises (a sync client called from a coroutine raises the sync client's errors).
     """
     sessions = _SESSIONS or _sessions()
     session = sessions.current_session()
     if session is None:
         sessions.warn_if_threadless(kind, name)
         return None
-    call = Call(session, kind, name, request)
+    call = Call(session, kind, name, request, is_async)
     call._start_span(span_name, attributes, describe)
     return call

@@ -161,7 +161,7 @@ def _wrap(kind: str, fn: Callable[..., Any], name: str | None) -> Callable[..., 
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            call = begin_call(kind, call_name, bind(args, kwargs))
+            call = begin_call(kind, call_name, bind(args, kwargs), is_async=True)
             if call is None:
                 return await fn(*args, **kwargs)
             call.session.note_owner(kind, call_name, owner)
@@ -182,7 +182,7 @@ def _wrap(kind: str, fn: Callable[..., Any], name: str | None) -> Callable[..., 
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        call = begin_call(kind, call_name, bind(args, kwargs))
+        call = begin_call(kind, call_name, bind(args, kwargs), is_async=False)
         if call is None:
             return fn(*args, **kwargs)
         call.session.note_owner(kind, call_name, owner)

@@ -44,14 +44,24 @@ class IncomingCall:
     message reads them: strict and parallel matching decide on the fingerprint alone.
     """
 
-    __slots__ = ("_identity", "_request", "_source", "fingerprint", "kind", "name")
+    __slots__ = ("_identity", "_is_async", "_request", "_source", "fingerprint", "kind", "name")
 
-    def __init__(self, kind: str, name: str, fingerprint: str, request: Any = None, identity: Any = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        name: str,
+        fingerprint: str,
+        request: Any = None,
+        identity: Any = None,
+        *,
+        is_async: bool | None = None,
+    ) -> None:
         self.kind = kind
         self.name = name
         self.fingerprint = fingerprint
         self._request = request
         self._identity = identity
+        self._is_async = is_async
         self._source: Any = None
 
     @classmethod
@@ -72,6 +82,14 @@ class IncomingCall:
         if self._source is not None:
             return self._source.identity
         return self._identity
+
+    @property
+    def is_async(self) -> bool | None:
+        """Whether the agent awaits this call (an async client or coroutine), ``None`` when
+        its hook does not say."""
+        if self._source is not None:
+            return self._source.is_async
+        return self._is_async
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, IncomingCall):
@@ -135,6 +153,10 @@ class ForkableMatcher(Matcher, Protocol):
     may still be served from the prefix (``ParallelMatcher`` does, because
     concurrent calls reach the boundary in any order). It may raise
     ``DivergenceError`` like ``match``.
+
+    A matcher may also define ``serve_prefix_call(cursor, call, trace, limit)``, the same
+    question given the ``IncomingCall`` itself (``call.is_async`` included); the fork
+    asks that one when it exists.
     """
 
     def serve_prefix(

@@ -39,6 +39,7 @@ class ReplaySpanProcessor(SpanProcessor):
         #: call itself, before building what a matcher is given (the common case of a replay).
         self._strict = type(matcher) is StrictMatcher
         self._serve_prefix: Any = None
+        self._serve_prefix_call: Any = None
         if fork_at is not None:
             if fork_at > len(trace.events):
                 raise ValueError(
@@ -46,6 +47,7 @@ class ReplaySpanProcessor(SpanProcessor):
                     f"{len(trace.events)} steps; at={len(trace.events)} extends the finished run"
                 )
             if not self._positional:
+                self._serve_prefix_call = getattr(matcher, "serve_prefix_call", None)
                 self._serve_prefix = getattr(matcher, "serve_prefix", None)
                 if not callable(self._serve_prefix):
                     raise TypeError(
@@ -109,6 +111,8 @@ class ReplaySpanProcessor(SpanProcessor):
                 return None
             return self.matcher.match(self.cursor, incoming, self.trace)
         # Out-of-order matchers decide per call which prefix step (if any) answers it.
+        if self._serve_prefix_call is not None:
+            return self._serve_prefix_call(self.cursor, incoming, self.trace, self.fork_at)
         return self._serve_prefix(
             self.cursor,
             incoming.kind,

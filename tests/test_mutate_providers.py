@@ -709,3 +709,32 @@ async def _fail_async_live(case: Case, fault: str, asker: Callable[[Any, str], A
         with StubServer() as server:
             server.fail_next(429, headers={"retry-after": RETRY_AFTER})
             await asker(case.client(server, None), LONG)
+
+
+@pytest.mark.parametrize("live", [False, True], ids=["replay", "live-fork"])
+@pytest.mark.parametrize(("sdk", "fault"), [("xai", "rate_limit"), ("xai", "timeout"), ("gemini", "timeout")])
+def test_a_sync_client_called_from_a_coroutine_gets_what_the_sync_client_raises(
+    sdk: str, fault: str, live: bool, tmp_path: Path
+) -> None:
+    """Blocking calls inside ``async def`` are common (a sync client in an async web handler):
+    the fault is the sync client's class, whatever the caller runs in."""
+    case = CASES[sdk]()
+    offline = case.client(None, None)
+    undo = case.patch()
+    try:
+        golden = tmp_path / "golden.rewind"
+        _record_golden(case, golden)
+        _live, replayed = _live_failure(case, fault, tmp_path / "live-error.rewind")
+
+        async def agent() -> str:
+            return run_agent(case, offline)
+
+        (mutation,) = plan(golden, faults=[fault], steps=[0], retry_after=RETRY_AFTER)
+        with warnings.catch_warnings(), mutation.session(live=live), pytest.raises(Exception) as injected:
+            warnings.simplefilter("ignore", rewind.UnconsumedEventsWarning)
+            asyncio.run(agent())
+    finally:
+        undo()
+    assert isinstance(injected.value, ReplayedError)
+    assert type(injected.value) is type(replayed), f"{type(injected.value).__mro__} injected"
+    assert case.reads(injected.value) == case.reads(replayed)

@@ -49,15 +49,20 @@ class Change:
     #: True for an edit (the recorded step is replaced), False for a fault (it stays next).
     replaces: bool
     label: str
-    #: Served instead of ``event`` to a call made from an asyncio task, where the SDK's async
-    #: client fails with other classes (``None``: ``event`` either way).
+    #: Served instead of ``event`` to an awaited call, where the SDK's async client fails
+    #: with other classes (``None``: ``event`` either way).
     async_event: Event | None = None
 
-    def event_for_call(self) -> Event:
-        """``event``, or ``async_event`` when the calling code runs in an asyncio task."""
-        if self.async_event is not None and _in_a_task():
-            return self.async_event
-        return self.event
+    def event_for_call(self, call: IncomingCall) -> Event:
+        """``async_event`` for a call the agent awaits, else ``event``. A hook that does not
+        say which it is (``call.is_async`` is ``None``) is taken to be async when it runs
+        in an asyncio task."""
+        if self.async_event is None:
+            return self.event
+        awaited = call.is_async
+        if awaited is None:
+            awaited = _in_a_task()
+        return self.async_event if awaited else self.event
 
 
 def _in_a_task() -> bool:
@@ -114,12 +119,15 @@ class WhatIfMatcher:
     def serve_prefix(
         self, cursor: int, kind: str, name: str, fp: str, request: Any, trace: Trace, limit: int
     ) -> Event | None:
+        return self.serve_prefix_call(cursor, IncomingCall(kind, name, fp, request, request), trace, limit)
+
+    def serve_prefix_call(self, cursor: int, call: IncomingCall, trace: Trace, limit: int) -> Event | None:
+        """``serve_prefix`` given the whole incoming call (which a fault needs: is it awaited?)."""
         # The fork's own limit is the step after the last change; with then="replay" this
         # matcher goes on serving later recorded steps that still match, which is why it
         # keeps its own position instead of stopping at ``limit``.
         if self._live:
             return None
-        call = IncomingCall(kind, name, fp, request, request)
         if not self._pending and self.then == "live":
             return self._go_live()
         return self._next(call, trace, may_go_live=not self._pending)
@@ -146,7 +154,7 @@ class WhatIfMatcher:
                 self._pos += 1
             else:
                 self._faulted = index
-            return change.event_for_call()
+            return change.event_for_call(call)
         self._pos += 1
         return recorded
 
