@@ -48,14 +48,13 @@ from rewind.replayed_error import decode_error
 from ._errors import error_record
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import Kit
+from ._mcp_requests import REQUESTS, ROUND_KEYS, Request
 from ._mcp_transport import retarget, transport_hook
 from ._streams import NESTED
 from ._surface import Provider, Surface
 
 _SESSION = "mcp.client.session:ClientSession"
 _TYPES = "mcp.types"
-#: Call parameters that shape the request the server receives (mcp 2.x input rounds).
-_ROUND_KEYS = ("input_responses", "request_state")
 _KINDS = {"execute_tool": "tool", "retrieval": "memory"}
 #: Call parameters that configure the client, not the request (never identity).
 _TRANSPORT_KEYS = frozenset({"meta", "read_timeout_seconds", "progress_callback", "allow_input_required", "cache_mode"})
@@ -96,16 +95,16 @@ class MCPProvider(Provider):
         return Kit()  # pydantic types (model_validate); no streams, no HTTP wrappers
 
     def surfaces(self) -> Sequence[Surface]:
-        def row(method: str, name: str, operation: str, path: str, result: str, *, required: bool = True) -> Surface:
+        def row(request: Request) -> Surface:
             return Surface(
                 _SESSION,
-                method,
-                name,
-                operation,
-                path,
-                f"{_TYPES}:{result}" if result else "",
+                request.method,
+                request.name,
+                request.operation,
+                request.path,
+                f"{_TYPES}:{request.result}" if request.result else "",
                 is_async=True,
-                required=required,
+                required=request.required,
                 provider=self,
             )
 
@@ -113,57 +112,7 @@ class MCPProvider(Provider):
             return Surface(owner, function, "mcp.transport", _TRANSPORT, "", "", required=False, provider=self)
 
         return [
-            row("call_tool", "mcp.call_tool", "execute_tool", "tools/call", "CallToolResult"),
-            row("list_tools", "mcp.list_tools", "execute_tool", "tools/list", "ListToolsResult"),
-            row("read_resource", "mcp.read_resource", "retrieval", "resources/read", "ReadResourceResult"),
-            # The handshake, and every other request a ClientSession sends: steps too, so a
-            # replay sends nothing at all (absent methods of older releases are skipped).
-            row("initialize", "mcp.initialize", "execute_tool", "initialize", "InitializeResult", required=False),
-            row("send_discover", "mcp.discover", "execute_tool", "server/discover", "", required=False),
-            row("send_ping", "mcp.ping", "execute_tool", "ping", "EmptyResult", required=False),
-            row(
-                "set_logging_level",
-                "mcp.set_logging_level",
-                "execute_tool",
-                "logging/setLevel",
-                "EmptyResult",
-                required=False,
-            ),
-            row("complete", "mcp.complete", "execute_tool", "completion/complete", "CompleteResult", required=False),
-            row(
-                "subscribe_resource",
-                "mcp.subscribe_resource",
-                "execute_tool",
-                "resources/subscribe",
-                "EmptyResult",
-                required=False,
-            ),
-            row(
-                "unsubscribe_resource",
-                "mcp.unsubscribe_resource",
-                "execute_tool",
-                "resources/unsubscribe",
-                "EmptyResult",
-                required=False,
-            ),
-            row("list_prompts", "mcp.list_prompts", "retrieval", "prompts/list", "ListPromptsResult", required=False),
-            row("get_prompt", "mcp.get_prompt", "retrieval", "prompts/get", "GetPromptResult", required=False),
-            row(
-                "list_resources",
-                "mcp.list_resources",
-                "retrieval",
-                "resources/list",
-                "ListResourcesResult",
-                required=False,
-            ),
-            row(
-                "list_resource_templates",
-                "mcp.list_resource_templates",
-                "retrieval",
-                "resources/templates/list",
-                "ListResourceTemplatesResult",
-                required=False,
-            ),
+            *(row(request) for request in REQUESTS),
             # Transports: re-exports first, so each holds the SDK's own function when wrapped.
             *(transport(owner, function) for owner, function in _TRANSPORTS),
         ]
@@ -187,7 +136,7 @@ class MCPProvider(Provider):
             name = surface.name
         else:
             return surface.name, _request(arguments)
-        for key in _ROUND_KEYS:
+        for key in ROUND_KEYS:
             if arguments.get(key) is not None:
                 request[key] = arguments[key]
         return name, request
@@ -246,12 +195,7 @@ class MCPProvider(Provider):
             return data
 
     def error_record(self, exc: Exception) -> dict[str, Any]:
-        record = error_record(exc)
-        data = getattr(exc, "error", None)  # McpError/MCPError carry the JSON-RPC ErrorData
-        dump = getattr(data, "model_dump", None)
-        if callable(dump):
-            record["mcp_error"] = dump(mode="json", exclude_none=True)
-        return record
+        return mcp_error_record(exc)
 
     def revive_error(self, record: Mapping[str, Any], step: int) -> BaseException:
         exc = decode_error(dict(record), step)
@@ -263,6 +207,16 @@ class MCPProvider(Provider):
             except Exception:  # the message and class still replay
                 pass
         return exc
+
+
+def mcp_error_record(exc: BaseException) -> dict[str, Any]:
+    """The error record of a failed MCP call: McpError/MCPError keep their JSON-RPC ``ErrorData``."""
+    record = error_record(exc)
+    data = getattr(exc, "error", None)
+    dump = getattr(data, "model_dump", None)
+    if callable(dump):
+        record["mcp_error"] = dump(mode="json", exclude_none=True)
+    return record
 
 
 def _validator(model: type[BaseModel]) -> Callable[[Any], Any]:

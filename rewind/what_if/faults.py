@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..trace import Event, PathLike, Trace
-from .provider_errors import dropped_stream_error, provider_error
+from .provider_errors import dropped_stream_error, mcp_method, provider_error
 from .provider_errors import sdk_of as sdk_of  # re-exported: it lived here
 
 if TYPE_CHECKING:
@@ -112,6 +112,11 @@ def _cut(chunks: list[Any], rng: random.Random) -> int:
 
 def _made_by_an_sdk(event: Event) -> bool:
     return sdk_of(event) is not None
+
+
+def _sdk_or_mcp(event: Event) -> bool:
+    """A provider's call, or an MCP request (which can time out or fail on the server too)."""
+    return sdk_of(event) is not None or mcp_method(event) is not None
 
 
 def _provider_fault(fault: str) -> Builder:
@@ -205,6 +210,14 @@ def _parses(text: str) -> bool:
 def _tool_error(event: Event, rng: random.Random, options: FaultOptions) -> dict[str, Any] | None:
     if event.kind != "tool":
         return None
+    method = mcp_method(event)
+    if method == "tools/call":
+        # An MCP server reports a tool that raised as a result, not a protocol error: the
+        # client returns it with isError set (its text as mcp's servers word it).
+        text = f"Error executing tool {event.name}: fault injected by rewind mutate at step {event.seq}"
+        return {"response": {"content": [{"type": "text", "text": text}], "isError": True}}
+    if method is not None:
+        return None  # the session's own requests (list_tools, initialize …) are not tools
     message = f"tool {event.name!r} failed (fault injected by rewind mutate at step {event.seq})"
     return {"error": _plain_error("builtins", "RuntimeError", message)}
 
@@ -214,7 +227,12 @@ def _empty_retrieval(event: Event, rng: random.Random, options: FaultOptions) ->
         return None
     response = event.response
     empty: Any
-    if isinstance(response, list):
+    if isinstance(response, dict) and mcp_method(event) is not None:
+        # An MCP result keeps its type: its lists (contents, prompts, resources, messages)
+        # empty, and no next page.
+        empty = {key: [] if isinstance(value, list) else value for key, value in response.items()}
+        empty.pop("nextCursor", None)
+    elif isinstance(response, list):
         empty = []
     elif isinstance(response, dict):
         empty = {}
@@ -236,7 +254,12 @@ FAULTS: dict[str, Fault] = {
             _provider_fault("rate_limit"),
             _made_by_an_sdk,
         ),
-        Fault("server_error", "HTTP 500 (the SDK's server error)", _provider_fault("server_error"), _made_by_an_sdk),
+        Fault(
+            "server_error",
+            "HTTP 500 (the SDK's server error; for MCP, a JSON-RPC internal error)",
+            _provider_fault("server_error"),
+            _sdk_or_mcp,
+        ),
         Fault(
             "overloaded",
             "the provider is overloaded (529 or 503, as the provider says it), with retry-after",
@@ -247,7 +270,7 @@ FAULTS: dict[str, Fault] = {
             "timeout",
             "the request timed out (the SDK's own timeout error)",
             _provider_fault("timeout"),
-            _made_by_an_sdk,
+            _sdk_or_mcp,
         ),
         Fault(
             "connection_reset",

@@ -520,7 +520,8 @@ def provider_error(fault: str, event: Event, retry_after: str, *, in_async: bool
     """The error record of ``fault`` at ``event`` as its SDK delivers it, or ``None`` for a step no SDK made."""
     sdk = sdk_of(event)
     if sdk is None:
-        return None
+        method = mcp_method(event)
+        return None if method is None else _mcp_error(fault, method)
     delivery = DELIVERIES[sdk]
     status = {"rate_limit": 429, "server_error": 500, "overloaded": delivery.overloaded, "timeout": 0}[fault]
     waits = fault in ("rate_limit", "overloaded")
@@ -533,3 +534,45 @@ def dropped_stream_error(event: Event, kept: list[Any], *, in_async: bool = Fals
     if sdk is None:  # a stream rewind does not know the SDK of: httpx's error, the common case
         return _record("httpx", "RemoteProtocolError", _PEER_CLOSED)
     return DELIVERIES[sdk].dropped(Failure("connection_reset", 0, None, event, kept, in_async))
+
+
+# --------------------------------------------------------------------------- MCP
+
+
+#: The provider faults an MCP request can meet: the JSON-RPC errors its client raises.
+MCP_FAULTS = ("server_error", "timeout")
+
+
+def mcp_method(event: Event) -> str | None:
+    """The JSON-RPC method an MCP client step sent (``tools/call`` for a tool call), or ``None``."""
+    from rewind.instrumentors._mcp_requests import PATHS, tool_call_step
+
+    if event.name in PATHS:
+        return PATHS[event.name]
+    return "tools/call" if tool_call_step(event.kind, event.name, event.request, event.response) else None
+
+
+def _mcp_error(fault: str, method: str) -> dict[str, Any] | None:
+    """What the installed mcp raises when a request times out (``read_timeout_seconds``) or the
+    server answers a JSON-RPC internal error: built with its own classes and recorded as the
+    instrumentor records it live. 2.x: ``MCPError(code, message)``, -32001 "Request 'm' timed
+    out"; 1.x: ``McpError(ErrorData)`` with HTTP's 408 and its "Timed out while waiting" text."""
+    if fault not in MCP_FAULTS:
+        return None
+    internal = (-32603, "Internal error")  # JSON-RPC's internal error, in every release
+    code, message = (-32001, f"Request {method!r} timed out") if fault == "timeout" else internal
+    try:
+        from mcp.shared import exceptions
+    except Exception:  # mcp is not installed: the newest layout, replayed as a ReplayedError
+        error = {"code": code, "message": message}
+        return _record("mcp.shared.exceptions", "MCPError", message, args=[code, message, None], mcp_error=error)
+    from rewind.instrumentors.mcp import mcp_error_record
+
+    modern = getattr(exceptions, "MCPError", None)
+    if isinstance(modern, type):  # mcp 2.x
+        return mcp_error_record(modern(code=code, message=message))
+    from mcp.types import ErrorData
+
+    if fault == "timeout":
+        code, message = 408, "Timed out while waiting for response to ClientRequest. Waited 60.0 seconds."
+    return mcp_error_record(exceptions.McpError(ErrorData(code=code, message=message)))  # type: ignore[attr-defined]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any
 
 import anyio
@@ -159,9 +160,17 @@ def _lowlevel(server: Any) -> Any:
     return server
 
 
+def read_timeout(seconds: float) -> Any:
+    """A session's ``read_timeout_seconds``: seconds on mcp 2.x, a ``timedelta`` before."""
+    from mcp.shared import exceptions
+
+    return seconds if hasattr(exceptions, "MCPError") else timedelta(seconds=seconds)
+
+
 @asynccontextmanager
-async def connected(server: Any) -> AsyncIterator[Any]:
-    """An initialized ``ClientSession`` talking to ``server``; the server stops on exit."""
+async def connected(server: Any, **session_options: Any) -> AsyncIterator[Any]:
+    """An initialized ``ClientSession`` talking to ``server`` (``session_options`` go to the
+    session, ``read_timeout_seconds`` say); the server stops on exit."""
     lowlevel = _lowlevel(server)
     async with create_client_server_memory_streams() as (client_streams, server_streams):
         client_read, client_write = client_streams
@@ -169,7 +178,7 @@ async def connected(server: Any) -> AsyncIterator[Any]:
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: lowlevel.run(server_read, server_write, lowlevel.create_initialization_options()))
             try:
-                async with mcp.ClientSession(client_read, client_write) as session:
+                async with mcp.ClientSession(client_read, client_write, **session_options) as session:
                     await session.initialize()
                     yield session
             finally:

@@ -31,6 +31,17 @@ def patched_openai() -> Iterator[None]:
 
 
 @pytest.fixture
+def patched_mcp() -> Iterator[None]:
+    import rewind
+
+    unpatch = rewind.patch_mcp()
+    try:
+        yield
+    finally:
+        unpatch()
+
+
+@pytest.fixture
 def client(stub: StubServer, patched_openai: None) -> Iterator[Any]:
     """A patched ``openai.OpenAI`` pointed at the stub server (no retries: failures show at once)."""
     import openai

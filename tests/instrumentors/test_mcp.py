@@ -10,7 +10,6 @@ import asyncio
 import json
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,15 +22,6 @@ from rewind.instrumentors.mcp import MCPInstrumentor
 
 import rewind
 from rewind.errors import UnconsumedEventsWarning
-
-
-@pytest.fixture
-def patched_mcp() -> Iterator[None]:
-    unpatch = rewind.patch_mcp()
-    try:
-        yield
-    finally:
-        unpatch()
 
 
 def _mcp_error() -> type[Exception]:

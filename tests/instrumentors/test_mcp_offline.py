@@ -29,15 +29,6 @@ import rewind
 SUPPORT = str(Path(__file__).parent)
 
 
-@pytest.fixture
-def patched_mcp() -> Iterator[None]:
-    unpatch = rewind.patch_mcp()
-    try:
-        yield
-    finally:
-        unpatch()
-
-
 def _mcp_error() -> type[Exception]:
     from mcp.shared import exceptions
 
