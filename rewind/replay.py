@@ -47,8 +47,8 @@ class ReplaySpanProcessor(SpanProcessor):
                     f"{len(trace.events)} steps; at={len(trace.events)} extends the finished run"
                 )
             if not self._positional:
-                self._serve_prefix_call = getattr(matcher, "serve_prefix_call", None)
                 self._serve_prefix = getattr(matcher, "serve_prefix", None)
+                self._serve_prefix_call = _prefix_call(matcher)
                 if not callable(self._serve_prefix):
                     raise TypeError(
                         f"{type(matcher).__name__} declares positional = False but has no serve_prefix(); "
@@ -129,3 +129,15 @@ class ReplaySpanProcessor(SpanProcessor):
         if self.fork_at is not None:
             events = events[: self.fork_at]
         return [event for event in events if event.seq not in self.served]
+
+
+def _prefix_call(matcher: Any) -> Any:
+    """The matcher's ``serve_prefix_call``, unless a subclass overrides ``serve_prefix`` alone
+    (its own answer must not be bypassed by the one it inherits)."""
+    for klass in type(matcher).__mro__:
+        defined = vars(klass)
+        if "serve_prefix_call" in defined:
+            return getattr(matcher, "serve_prefix_call", None)
+        if "serve_prefix" in defined:
+            return None
+    return getattr(matcher, "serve_prefix_call", None)  # set on the instance

@@ -394,10 +394,10 @@ def _read_head_before(source: _LineSource, offset: int, length: int, request_tex
     cut = len(raw) - len(text) - 1  # where the request starts, if the line ends with it
     if raw[-1:] != b"}" or not raw.startswith(text, cut) or not raw.endswith(_REQUEST_FIELD, 0, cut):
         return None
-    start = _body_start(raw)
-    if start < 0:
+    start, end = _body_start(raw), cut - len(_REQUEST_FIELD)
+    if start < 0 or start == end:  # not a skeleton's end, or a second comma before the request
         return None
-    fields = b"{" + raw[start : cut - len(_REQUEST_FIELD)] + b"}"
+    fields = b"{" + raw[start:end] + b"}"  # "{}" when the request follows the skeleton
     # The request is the caller's own text: only what the file adds needs bounding.
     body = exact_loads(fields, max_depth=_safe.MAX_DEPTH)
     # Each key once (exact_loads checked that), and none of the skeleton's again.

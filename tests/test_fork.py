@@ -207,6 +207,38 @@ def test_a_user_matcher_forks_through_serve_prefix(recorded: Path) -> None:
     assert LIVE == ["tides statistics"] and [e.seq for e in session.new_events] == [2]
 
 
+class WholeCalls(FirstByName):
+    """Answers through serve_prefix_call, which is given the IncomingCall itself."""
+
+    def serve_prefix_call(self, cursor: int, call: IncomingCall, trace: Trace, limit: int) -> Event | None:
+        self.seen = [*getattr(self, "seen", []), (call.name, call.is_async)]
+        return super().serve_prefix(cursor, call.kind, call.name, call.fingerprint, call.request, trace, limit)
+
+
+class OverridesServePrefix(WholeCalls):
+    """Overrides serve_prefix alone: its answer, not the inherited serve_prefix_call's, counts."""
+
+    def serve_prefix(
+        self, cursor: int, kind: str, name: str, fp: str, request: Any, trace: Trace, limit: int
+    ) -> Event | None:
+        return None  # everything live
+
+
+def test_a_fork_hands_serve_prefix_call_the_whole_call_unless_a_subclass_overrides_serve_prefix(
+    recorded: Path,
+) -> None:
+    whole = WholeCalls()
+    with rewind.fork(recorded, at=2, match=whole):
+        assert model("whatever") == "model says: plan research on tides"  # served from the prefix
+        assert tool("anything") == "tool found: tides sources"
+    assert whole.seen == [("model", False), ("tool", False)]  # sync decorated calls
+    overriding = OverridesServePrefix()
+    with warnings.catch_warnings(), rewind.fork(recorded, at=2, match=overriding):
+        warnings.simplefilter("ignore", rewind.UnconsumedEventsWarning)
+        assert model("whatever") == "model says: whatever"  # live
+    assert not hasattr(overriding, "seen")
+
+
 def test_a_non_positional_matcher_without_serve_prefix_cannot_fork(recorded: Path) -> None:
     session = rewind.fork(recorded, at=2, match=NoPrefix())
     with pytest.raises(TypeError, match="positional = False but has no serve_prefix"), session:

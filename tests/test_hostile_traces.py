@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -467,6 +468,22 @@ def test_a_skeleton_key_again_before_the_request_is_refused_by_a_strict_replay(t
     lines[1] = lines[1].replace(',"request":', f',"{key}":{value},"request":', 1)
     write_lines(path, lines)
     with pytest.raises(TraceFormatError, match=f"'{key}' appears twice"), rewind.replay(path):
+        lookup("a")
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        pytest.param(lambda line: re.sub(r'("live":true,).*(,"request":)', r"\1\2", line), id="comma-twice"),
+        pytest.param(lambda line: line.replace(',"request":', ',,"request":', 1), id="comma-twice-after-fields"),
+    ],
+)
+def test_a_line_malformed_between_skeleton_and_request_is_refused_by_a_strict_replay(tmp_path: Path, edit) -> None:
+    path = record(tmp_path / "run.rewind")
+    lines = lines_of(path)
+    lines[1] = edit(lines[1])
+    write_lines(path, lines)
+    with pytest.raises(TraceFormatError), rewind.replay(path):
         lookup("a")
 
 

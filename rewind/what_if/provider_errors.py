@@ -549,6 +549,8 @@ def mcp_method(event: Event) -> str | None:
 
     if event.name in PATHS:
         return PATHS[event.name]
+    if event.kind != "tool" or not event.ok:  # before reading the step's body from the file
+        return None
     return "tools/call" if tool_call_step(event.kind, event.name, event.request, event.response) else None
 
 
