@@ -201,10 +201,10 @@ def report(name: str, rounds: int, calls: int, samples: dict[str, list[float]], 
     return 0 if ok else 1
 
 
-def arguments(description: str, argv: list[str] | None) -> argparse.Namespace:
+def arguments(description: str, argv: list[str] | None, *, calls: int = 200, rounds: int = 9) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--calls", type=int, default=200, help="calls per round")
-    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--calls", type=int, default=calls, help="calls per round")
+    parser.add_argument("--rounds", type=int, default=rounds)
     return parser.parse_args(argv)
 
 
