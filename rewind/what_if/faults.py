@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..trace import Event, PathLike, Trace
-from .provider_errors import dropped_stream_error, mcp_method, provider_error
+from .provider_errors import dropped_stream_error, mcp_method, mcp_session_request, provider_error
 from .provider_errors import sdk_of as sdk_of  # re-exported: it lived here
 
 if TYPE_CHECKING:
@@ -281,7 +281,13 @@ FAULTS: dict[str, Fault] = {
         Fault("truncated_stream", "the stream ended early, without an error", _truncated_stream),
         Fault("empty_content", "the model answered with empty content and no tool calls", _empty_content),
         Fault("malformed_tool_args", "a tool call's arguments are cut-off JSON", _malformed_tool_args),
-        Fault("tool_error", "the tool raised (RuntimeError)", _tool_error),
+        Fault(
+            "tool_error",
+            "the tool raised (RuntimeError; for an MCP tool call, a result with isError)",
+            _tool_error,
+            # Without reading the step: a plain tool and an MCP tool call both take it.
+            lambda event: event.kind == "tool" and not mcp_session_request(event),
+        ),
         Fault("empty_retrieval", "the retrieval returned nothing", _empty_retrieval),
     )
 }

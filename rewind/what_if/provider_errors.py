@@ -543,6 +543,14 @@ def dropped_stream_error(event: Event, kept: list[Any], *, in_async: bool = Fals
 MCP_FAULTS = ("server_error", "timeout")
 
 
+def mcp_session_request(event: Event) -> bool:
+    """Whether the step is one of an MCP session's own requests (``mcp.list_tools``,
+    ``mcp.initialize`` …), which its name alone tells."""
+    from rewind.instrumentors._mcp_requests import PATHS
+
+    return event.name in PATHS
+
+
 def mcp_method(event: Event) -> str | None:
     """The JSON-RPC method an MCP client step sent (``tools/call`` for a tool call), or ``None``."""
     from rewind.instrumentors._mcp_requests import PATHS, tool_call_step
