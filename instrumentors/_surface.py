@@ -83,7 +83,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import urlsplit
 
 import wrapt
@@ -98,6 +98,9 @@ from ._kit import Kit
 from ._stainless import SDKKit, dump_model, resolve, sse_bytes
 from ._streams import NESTED as _NESTED
 from ._streams import AsyncRaw, RecordEngine, ReplayEngine, SyncRaw, stream_proxy
+
+if TYPE_CHECKING:
+    from rewind.policy import ReplayPolicy
 
 #: Call keywords that configure transport, not the request: never part of identity.
 TRANSPORT_KEYS = frozenset({"extra_headers", "timeout", "api_key", "idempotency_key"})
@@ -614,14 +617,33 @@ def _set_private(obj: Any, name: str, value: Any) -> None:
         pass
 
 
-def _start(surface: Surface, instance: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> _Invocation | None:
+#: Where the SDKs take the model: ``model=`` (most), ``modelId=`` (Bedrock).
+_MODEL_KEYS = ("model", "modelId")
+
+
+def live_model(policy: ReplayPolicy, kwargs: dict[str, Any]) -> None:
+    """Rewrite the model of a live call as ``model_map`` says, in the keywords the SDK is
+    about to send (so the request rewind records is the one that ran)."""
+    for key in _MODEL_KEYS:
+        model = kwargs.get(key)
+        if isinstance(model, str):
+            mapped = policy.live_model(model)
+            if mapped != model:
+                kwargs[key] = mapped
+
+
+def _start(surface: Surface, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> _Invocation | None:
     """The call's invocation, or ``None`` to pass straight through."""
     if _NESTED.get():
         return None
-    if current_session() is None:
+    session = current_session()
+    if session is None:
         warn_if_threadless("llm", surface.name)
         return None
     provider = surface.provider
+    policy = session.policy
+    if policy is not None and policy.model_map and policy.runs_live("llm", surface.name):
+        live_model(policy, kwargs)
     request = provider.request(surface, instance, args, kwargs)
     call = begin_call(
         "llm",

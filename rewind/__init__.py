@@ -25,6 +25,7 @@ from .errors import (
     IdentityCollisionWarning,
     LiveCallDuringReplay,
     LossySerializationWarning,
+    NeverLiveError,
     PatchGapWarning,
     RedactionError,
     ReplayDriftWarning,
@@ -55,6 +56,7 @@ from .integrations import (
     patch_xai,
 )
 from .matching import FuzzyMatcher, IncomingCall, Matcher, OrderedMatcher, ParallelMatcher, StrictMatcher
+from .policy import ReplayPolicy
 from .replay import ReplaySpanProcessor
 from .session import Session, current_session, fork, record, replay
 from .similarity import lexical_similarity, set_similarity, use_embedding_similarity
@@ -94,10 +96,12 @@ __all__ = [
     "LossySerializationWarning",
     "Matcher",
     "NeverCalled",
+    "NeverLiveError",
     "OrderedMatcher",
     "ParallelMatcher",
     "PatchGapWarning",
     "ReplayDriftWarning",
+    "ReplayPolicy",
     "ReplaySpanProcessor",
     "RedactionError",
     "ReplayedError",

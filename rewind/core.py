@@ -237,7 +237,11 @@ class Call:
             attrs["rewind.seq"] = self.seq
         if self.served is not None:
             attrs["rewind.replayed"] = True
+            attrs["rewind.served"] = True
             attrs["rewind.replayed_step"] = self.served.seq
+        elif self.session.mode != "record":
+            # A live step of a replay (hybrid) or fork: said outright, so a backend can tell.
+            attrs["rewind.served"] = False
         if response is not _NO_RESPONSE:
             attrs.update(usage_attributes(response))
             if self._capture:

@@ -93,6 +93,14 @@ class DivergenceError(RewindError):
         super().__init__(message)
 
 
+class NeverLiveError(DivergenceError):
+    """A call named by ``never_live=`` would have run for real: no recorded answer fits it.
+
+    Raised in the agent instead of the call (nothing reached the real function); like any
+    divergence it fails the replay even when the agent catches it.
+    """
+
+
 class ReplayedError(RewindError):
     """An error that happened at record time, raised again at replay.
 

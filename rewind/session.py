@@ -12,7 +12,7 @@ import threading
 import uuid
 import warnings
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar, Token
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -37,6 +37,7 @@ from .trace import BLOBS_FORMAT_VERSION, Event, PathLike, Trace, TraceWriter, ch
 
 if TYPE_CHECKING:
     from .core import Call
+    from .policy import ReplayPolicy
 
 Payload = Any
 Redactor = Callable[[Payload], Payload]
@@ -91,6 +92,7 @@ class Session:
         network: str = "allow",
         allow_hosts: Sequence[str] = (),
         provenance: dict[str, Any] | None = None,
+        policy: ReplayPolicy | None = None,
     ) -> None:
         if redact is not None and not callable(redact):
             raise TypeError(f"redact= must be a callable payload -> payload, not {type(redact).__name__}")
@@ -125,6 +127,8 @@ class Session:
         self.network_blocked: list[network_guard.NetworkBlockedError] = []
         #: What a what-if fork changed (an edit), kept in the saved fork's ``forked_from``.
         self._provenance = provenance
+        #: What runs live in this replay or fork, and what never may (docs/hybrid.md).
+        self.policy = policy
         self._lock = threading.Lock()
         self._next_seq = 0
         self._replayer: ReplaySpanProcessor | None = None
@@ -212,23 +216,28 @@ class Session:
                 # Rebuilt from telemetry: its requests are not the SDK's bytes, so it is
                 # compared on what telemetry carries (rewind.importing.matcher).
                 matcher = resolve_matcher("telemetry")
-            self._replayer = ReplaySpanProcessor(source, matcher, self._lock, fork_at=self._fork_at)
+            self._replayer = ReplaySpanProcessor(
+                source, matcher, self._lock, fork_at=self._fork_at, policy=self.policy
+            )
             if self._fork_at is not None:
                 # Live steps number after the whole prefix, even when an out-of-order
                 # matcher goes live before every prefix step was served.
                 self._next_seq = max((e.seq for e in source.events[: self._fork_at]), default=-1) + 1
             if self._save_as is not None:
                 strategy = self._match if isinstance(self._match, str) else type(self._match).__name__
-                header = new_header(
-                    self._meta if self._meta is not None else source.meta,
-                    forked_from={
-                        "path": self.path,
-                        "at": self._fork_at,
-                        "created": source.header.get("created"),
-                        "match": strategy,
-                        **(self._provenance or {}),
-                    },
-                )
+                origin = {"path": self.path, "created": source.header.get("created"), "match": strategy}
+                if self._replayer.hybrid:
+                    # Which steps ran live is the policy's rule here and each step's ``live``.
+                    assert self.policy is not None
+                    header = new_header(
+                        self._meta if self._meta is not None else source.meta,
+                        hybrid_of={**origin, **self.policy.describe()},
+                    )
+                else:
+                    header = new_header(
+                        self._meta if self._meta is not None else source.meta,
+                        forked_from={**origin, "at": self._fork_at, **(self._provenance or {})},
+                    )
                 # A fork of a blob-externalizing trace keeps externalizing, or its
                 # served prefix would inline every big payload again.
                 inherited = source.header.get("externalize") if source.version >= BLOBS_FORMAT_VERSION else None
@@ -314,10 +323,15 @@ class Session:
         if event.seq >= self._next_seq:
             self._next_seq = event.seq + 1
 
-    def keep_served(self, event: Event) -> None:
-        """A fork's saved trace holds the steps it served, marked as not live."""
-        if self.writer is not None and self.mode == "fork":
+    def keep_served(self, event: Event, seq: int) -> None:
+        """A saved fork or hybrid run holds the steps it served, marked as not live; one
+        served as step ``seq`` of this run (not its recorded place) says which it was."""
+        if self.writer is None or self.mode == "record":
+            return
+        if seq == event.seq:
             self.writer.write(event.copy(live=False))
+        else:
+            self.writer.write(event.copy(live=False, seq=seq, served_from=event.seq))
 
     def on_span_start(self, span: Span, call: Call) -> None:
         if self._replayer is not None:
@@ -380,7 +394,7 @@ def record(
 def replay(
     path: PathLike,
     *,
-    match: str | Matcher = "strict",
+    match: str | Matcher | None = None,
     require_full_consumption: bool = False,
     on_step: StepCallback | None = None,
     break_at: int | None = None,
@@ -388,17 +402,40 @@ def replay(
     normalize: Normalizer | None = None,
     network: str = "allow",
     allow_hosts: Sequence[str] = (),
+    live: Sequence[str] | str | None = None,
+    never_live: Sequence[str] | str | None = None,
+    on_missing: str = "error",
+    model_map: Mapping[str, str] | None = None,
+    save_as: PathLike | None = None,
+    policy: ReplayPolicy | None = None,
 ) -> Session:
     """Replay ``path`` offline: every recorded call is served from the file.
 
     ``network="block"`` makes offline a guarantee: while the session is open, any
     connection to a host other than loopback or ``allow_hosts`` raises
     ``NetworkBlockedError`` naming the host and the code that tried (docs/what-if.md).
+
+    A hybrid replay (docs/hybrid.md): ``live=["llm"]`` runs those calls live and serves
+    the rest by identity (``match`` defaults to ``"parallel"`` then); ``never_live`` names
+    calls that must never run for real; ``on_missing="live"`` runs a served call the
+    recording has no answer for; ``model_map`` rewrites the model of live LLM calls;
+    ``save_as`` writes the run. ``policy=`` passes all four as one ``ReplayPolicy``.
     """
     check_network(network, allow_hosts)
+    policy = _policy(policy, live, never_live, on_missing, model_map)
+    hybrid = policy is not None and policy.hybrid
+    if match is None:
+        match = "parallel" if hybrid else "strict"
+    elif hybrid and getattr(resolve_matcher(match), "positional", False):
+        raise ValueError(
+            f"replay(live=...) serves the rest of the run by identity, so match= must be 'parallel' or "
+            f"'fuzzy' (or a matcher with positional = False), not {match!r}: the live side shifts every position"
+        )
     resolve_matcher(match)  # fail on a bad strategy name now, not at the first call
     if break_at is not None and (not isinstance(break_at, int) or isinstance(break_at, bool) or break_at < 0):
         raise ValueError(f"replay(break_at=...) must be a step number >= 0, not {break_at!r}")
+    if save_as is not None and not hybrid:
+        raise ValueError("replay(save_as=...) writes a hybrid run: pass live= (or use fork(at=..., save_as=...))")
     return Session(
         "replay",
         path=path,
@@ -410,7 +447,29 @@ def replay(
         normalize=normalize,
         network=network,
         allow_hosts=allow_hosts,
+        save_as=save_as,
+        policy=policy,
     )
+
+
+def _policy(
+    policy: ReplayPolicy | None,
+    live: Sequence[str] | str | None,
+    never_live: Sequence[str] | str | None,
+    on_missing: str,
+    model_map: Mapping[str, str] | None,
+) -> ReplayPolicy | None:
+    """The session's policy: ``policy=`` as given, else one built from the separate arguments."""
+    from .policy import ReplayPolicy
+
+    if policy is not None:
+        if not isinstance(policy, ReplayPolicy):
+            raise TypeError(f"policy= must be a rewind.ReplayPolicy, not {type(policy).__name__}")
+        if live or never_live or model_map or on_missing != "error":
+            raise ValueError("pass policy= or live=/never_live=/on_missing=/model_map=, not both")
+        return policy
+    built = ReplayPolicy.of(live=live, never_live=never_live, on_missing=on_missing, model_map=model_map)
+    return built if built != ReplayPolicy() else None
 
 
 _NO_EDIT: Any = object()
@@ -426,6 +485,8 @@ def fork(
     normalize: Normalizer | None = None,
     edit: Any = _NO_EDIT,
     then: str | None = None,
+    never_live: Sequence[str] | str | None = None,
+    policy: ReplayPolicy | None = None,
 ) -> Session:
     """Serve steps ``[0, at)`` from ``path``, then run live; ``save_as`` writes the new run.
 
@@ -433,15 +494,37 @@ def fork(
     (new response JSON, ``{"error": {...}}``, or a function of the recorded ``Event``);
     then ``then="live"`` (default) runs the rest live, ``then="replay"`` keeps serving
     recorded steps while the requests still match them. See docs/what-if.md.
+
+    ``never_live`` names calls that must not run for real once the fork is live: such a
+    call is answered by the recorded step with its identity, or stops the run with
+    ``NeverLiveError`` (docs/hybrid.md).
     """
     if not isinstance(at, int) or isinstance(at, bool) or at < 0:
         raise ValueError(f"fork(at=...) must be a step number >= 0, not {at!r}")
     resolve_matcher(match)
+    policy = _policy(policy, None, never_live, "error", None)
+    if policy is not None and policy.hybrid:
+        raise ValueError("fork() runs everything after its fork point live; live= and on_missing= apply to replay()")
     if edit is not _NO_EDIT:
         from .what_if.fork import edit_fork
 
-        options: dict[str, Any] = {"match": match, "save_as": save_as, "redact": redact, "normalize": normalize}
+        options: dict[str, Any] = {
+            "match": match,
+            "save_as": save_as,
+            "redact": redact,
+            "normalize": normalize,
+            "policy": policy,
+        }
         return edit_fork(path, at=at, edit=edit, then=then or "live", **options)
     if then is not None:
         raise ValueError("fork(then=...) applies to an edit: pass edit= too (a plain fork always runs live)")
-    return Session("fork", path=path, match=match, fork_at=at, save_as=save_as, redact=redact, normalize=normalize)
+    return Session(
+        "fork",
+        path=path,
+        match=match,
+        fork_at=at,
+        save_as=save_as,
+        redact=redact,
+        normalize=normalize,
+        policy=policy,
+    )

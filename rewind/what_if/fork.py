@@ -10,6 +10,7 @@ from .edits import EditError, describe, edited_event
 from .matcher import THEN, Change, WhatIfMatcher
 
 if TYPE_CHECKING:
+    from ..policy import ReplayPolicy
     from ..session import Normalizer, Redactor, Session
 
 
@@ -24,6 +25,7 @@ def edit_fork(
     redact: Redactor | None = None,
     normalize: Normalizer | None = None,
     source: str | None = None,
+    policy: ReplayPolicy | None = None,
 ) -> Session:
     """The fork session; ``source`` names where the edit came from (a file) for the provenance."""
     from ..session import Session
@@ -65,4 +67,5 @@ def edit_fork(
         redact=redact,
         normalize=normalize,
         provenance=provenance,
+        policy=policy,
     )
