@@ -30,6 +30,10 @@ Variables:
 | ``REWIND_EDIT`` | with ``REWIND_FORK_AT``: a JSON file with the changed outcome of that step (edit and continue) |
 | ``REWIND_THEN`` | with ``REWIND_EDIT``: ``live`` (default) or ``replay`` what still matches after the edit |
 | ``REWIND_FAULT`` | with ``REWIND_REPLAY``: one fault to inject (JSON, written by ``rewind mutate``) |
+| ``REWIND_LIVE`` | with ``REWIND_REPLAY``: a hybrid replay; these calls run live (``llm,tool:search``) |
+| ``REWIND_NEVER_LIVE`` | with ``REWIND_REPLAY``: calls that must never run for real (comma-separated selectors) |
+| ``REWIND_ON_MISSING`` | hybrid replay: ``error`` (default) or ``live`` for a served call with no recorded answer |
+| ``REWIND_MODEL_MAP`` | hybrid replay: ``recorded=live`` model pairs (comma-separated) for live LLM calls |
 | ``REWIND_NETWORK`` | replay: ``block`` refuses every connection not to loopback or ``REWIND_ALLOW_HOSTS`` |
 | ``REWIND_ALLOW_HOSTS`` | with ``REWIND_NETWORK=block``: comma-separated hosts that stay reachable |
 | ``REWIND_META`` | record: JSON object stored in the trace header |
@@ -55,6 +59,8 @@ from typing import Any
 
 from . import dialect, placeholder_keys, summary
 from .errors import DivergenceError, RewindError, UnconsumedEventsWarning
+from .policy import ENVIRONMENT as POLICY
+from .policy import ReplayPolicy
 from .session import Session, fork, record, replay
 
 _lock = threading.Lock()
@@ -76,6 +82,10 @@ SESSION_VARIABLES = (
     "REWIND_EDIT",
     "REWIND_THEN",
     "REWIND_FAULT",
+    "REWIND_LIVE",
+    "REWIND_NEVER_LIVE",
+    "REWIND_ON_MISSING",
+    "REWIND_MODEL_MAP",
     "REWIND_NETWORK",
     "REWIND_ALLOW_HOSTS",
     "REWIND_META",
@@ -116,14 +126,14 @@ def session_from_environment(environ: Mapping[str, str] | None = None) -> Sessio
     if record_path and replay_path:
         raise EnvironmentConfigError("set REWIND_RECORD or REWIND_REPLAY, not both")
     if not record_path and not replay_path:
-        for name in ("REWIND_FORK_AT", "REWIND_SAVE_AS", "REWIND_BREAK_AT", "REWIND_EDIT", "REWIND_FAULT"):
+        for name in ("REWIND_FORK_AT", "REWIND_SAVE_AS", "REWIND_BREAK_AT", "REWIND_EDIT", "REWIND_FAULT", *POLICY):
             if env.get(name):
                 raise EnvironmentConfigError(f"{name} needs REWIND_REPLAY (the trace to start from)")
         return None
     redact = _callable(env, "REWIND_REDACT")
     normalize = _callable(env, "REWIND_NORMALIZE")
     if record_path:
-        for name in ("REWIND_FORK_AT", "REWIND_SAVE_AS", "REWIND_BREAK_AT", "REWIND_EDIT", "REWIND_FAULT"):
+        for name in ("REWIND_FORK_AT", "REWIND_SAVE_AS", "REWIND_BREAK_AT", "REWIND_EDIT", "REWIND_FAULT", *POLICY):
             if env.get(name):
                 raise EnvironmentConfigError(f"{name} applies to REWIND_REPLAY, not REWIND_RECORD")
         return record(
@@ -134,7 +144,13 @@ def session_from_environment(environ: Mapping[str, str] | None = None) -> Sessio
             externalize=_step(env, "REWIND_EXTERNALIZE", minimum=1),
         )
     assert replay_path
-    match = env.get("REWIND_MATCH") or "strict"
+    try:
+        policy = ReplayPolicy.from_environment(env)
+    except ValueError as exc:
+        names = "/".join(POLICY)
+        raise EnvironmentConfigError(f"{names}: {exc}") from None
+    hybrid = policy is not None and policy.hybrid
+    match = env.get("REWIND_MATCH") or ("parallel" if hybrid else "strict")
     full = _flag(env, "REWIND_REQUIRE_FULL_CONSUMPTION")
     break_at = _step(env, "REWIND_BREAK_AT")
     fork_at = _step(env, "REWIND_FORK_AT")
@@ -145,12 +161,17 @@ def session_from_environment(environ: Mapping[str, str] | None = None) -> Sessio
     allow_hosts = [h.strip() for h in (env.get("REWIND_ALLOW_HOSTS") or "").split(",") if h.strip()]
     try:
         if fault is not None:
+            if policy is not None:
+                raise EnvironmentConfigError("REWIND_FAULT replays offline: it takes no REWIND_LIVE/REWIND_NEVER_LIVE")
             from .what_if.faults import fault_session
 
             return fault_session(replay_path, fault, match=match, redact=redact, normalize=normalize, network=network)
         if fork_at is None:
-            if save_as is not None:
-                raise EnvironmentConfigError("REWIND_SAVE_AS needs REWIND_FORK_AT (the step where the run goes live)")
+            if save_as is not None and not hybrid:
+                raise EnvironmentConfigError(
+                    "REWIND_SAVE_AS needs REWIND_FORK_AT (the step where the run goes live) "
+                    "or REWIND_LIVE (a hybrid run)"
+                )
             if edit_file is not None:
                 raise EnvironmentConfigError("REWIND_EDIT needs REWIND_FORK_AT (the step to edit)")
             return replay(
@@ -162,6 +183,8 @@ def session_from_environment(environ: Mapping[str, str] | None = None) -> Sessio
                 normalize=normalize,
                 network=network,
                 allow_hosts=allow_hosts,
+                save_as=save_as,
+                policy=policy,
             )
         for name, value in (("REWIND_REQUIRE_FULL_CONSUMPTION", full), ("REWIND_BREAK_AT", break_at)):
             if value:
@@ -180,15 +203,18 @@ def session_from_environment(environ: Mapping[str, str] | None = None) -> Sessio
                 redact=redact,
                 normalize=normalize,
                 source=edit_file,
+                policy=policy,
             )
-        return fork(replay_path, at=fork_at, match=match, save_as=save_as, redact=redact, normalize=normalize)
+        return fork(
+            replay_path, at=fork_at, match=match, save_as=save_as, redact=redact, normalize=normalize, policy=policy
+        )
     except ValueError as exc:  # an unknown REWIND_MATCH strategy, a bad edit or fault
         from .what_if import EditError
         from .what_if.faults import FaultError
 
         if isinstance(exc, (EditError, FaultError)):
             raise EnvironmentConfigError(str(exc)) from None
-        name = "REWIND_NETWORK" if "network=" in str(exc) else "REWIND_MATCH"
+        name = "REWIND_NETWORK" if "network=" in str(exc) else "REWIND_LIVE" if "live" in str(exc) else "REWIND_MATCH"
         raise EnvironmentConfigError(f"{name}: {exc}") from None
 
 

@@ -33,6 +33,7 @@ from . import placeholder_keys, scratch
 from .errors import DivergenceError, RewindError
 from .matching import Matcher, resolve_matcher
 from .network_guard import check_network
+from .policy import ReplayPolicy
 from .session import Normalizer, Redactor, Session, record, replay
 
 __all__ = ["RECORD_MODES", "GoldenTrace", "assert_resilient", "resilience_cases", "rewind_session"]
@@ -46,7 +47,8 @@ FIXTURE = "rewind_session"
 RECORD_MODES = ("none", "missing", "all", "rewrite")
 
 _OPTIONS = (
-    "match='strict', normalize=None, redact=None, require_full_consumption=False, network='block', allow_hosts=()"
+    "match='strict', normalize=None, redact=None, require_full_consumption=False, network='block', allow_hosts=(), "
+    "live=None, never_live=None, on_missing='error', model_map=None"
 )
 _MARKER_HELP = (
     f"{MARKER}(path, *, {_OPTIONS}): "
@@ -127,6 +129,8 @@ class GoldenTrace:
     #: A replay refuses every connection to a host other than loopback or ``allow_hosts``.
     network: str = "block"
     allow_hosts: tuple[str, ...] = ()
+    #: A hybrid replay's live calls and never_live calls (docs/hybrid.md).
+    policy: ReplayPolicy | None = None
 
 
 def _marker_signature(
@@ -138,6 +142,10 @@ def _marker_signature(
     require_full_consumption: bool = False,
     network: str = "block",
     allow_hosts: tuple[str, ...] | list[str] = (),
+    live: list[str] | str | None = None,
+    never_live: list[str] | str | None = None,
+    on_missing: str = "error",
+    model_map: dict[str, str] | None = None,
 ) -> None:
     """The marker's call signature, used to validate its arguments."""
 
@@ -173,12 +181,21 @@ def golden_trace(item: pytest.Item) -> GoldenTrace | None:
         value = args.get(name)
         if value is not None and not callable(value):
             raise TypeError(f"{name}= must be a callable payload -> payload, not {type(value).__name__}")
-    network = args.get("network", "block")
+    policy = ReplayPolicy.of(
+        live=args.get("live"),
+        never_live=args.get("never_live"),
+        on_missing=args.get("on_missing", "error"),
+        model_map=args.get("model_map"),
+    )
+    hybrid = policy.hybrid
+    # A hybrid replay's live calls reach their services: the network stays open unless asked.
+    network = args.get("network", "allow" if hybrid else "block")
     allow_hosts = args.get("allow_hosts", ())
     check_network(network, allow_hosts)
     return GoldenTrace(
         path=path,
-        match=args.get("match", "strict"),
+        policy=policy if policy != ReplayPolicy() else None,
+        match=args.get("match", "parallel" if hybrid else "strict"),
         normalize=args.get("normalize"),
         redact=args.get("redact"),
         require_full_consumption=consume,
@@ -316,6 +333,7 @@ def _open_session(item: pytest.Item, run: _Run) -> Session:
         normalize=trace.normalize,
         network=item.config.getoption("rewind_network", None) or trace.network,
         allow_hosts=trace.allow_hosts,
+        policy=trace.policy,
     )
 
 

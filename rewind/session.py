@@ -216,9 +216,7 @@ class Session:
                 # Rebuilt from telemetry: its requests are not the SDK's bytes, so it is
                 # compared on what telemetry carries (rewind.importing.matcher).
                 matcher = resolve_matcher("telemetry")
-            self._replayer = ReplaySpanProcessor(
-                source, matcher, self._lock, fork_at=self._fork_at, policy=self.policy
-            )
+            self._replayer = ReplaySpanProcessor(source, matcher, self._lock, fork_at=self._fork_at, policy=self.policy)
             if self._fork_at is not None:
                 # Live steps number after the whole prefix, even when an out-of-order
                 # matcher goes live before every prefix step was served.

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from .. import summary
+from ..policy import ReplayPolicy
 from ._common import CliError, open_trace
 from ._run import CHILD_CONTEXT, check_callable_spec, check_command, finish, run_child
 
@@ -48,7 +49,38 @@ def _same_path(a: str, b: str) -> bool:
     metavar="STEP",
     help="Serve steps before STEP from TRACE, then let the program run live.",
 )
-@click.option("--save-as", metavar="PATH", help="With --fork-at: write the forked run (prefix + live steps) here.")
+@click.option(
+    "--save-as", metavar="PATH", help="With --fork-at or --live: write the new run (served + live steps) here."
+)
+@click.option(
+    "--live",
+    "live",
+    multiple=True,
+    metavar="CALLS",
+    help="Hybrid replay: these calls run live, the rest are served by identity "
+    "(llm, tool, memory, tool:NAME or a bare NAME; repeat or comma-separate).",
+)
+@click.option(
+    "--never-live",
+    "never_live",
+    multiple=True,
+    metavar="CALLS",
+    help="Calls that must never run for real: with no recorded answer the run stops (NeverLiveError).",
+)
+@click.option(
+    "--on-missing",
+    type=click.Choice(("error", "live")),
+    default="error",
+    show_default=True,
+    help="Hybrid replay: a served call the recording has no answer for fails, or runs live.",
+)
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    metavar="RECORDED=LIVE",
+    help="Hybrid replay: live LLM calls of the instrumented SDKs use model LIVE where RECORDED was asked.",
+)
 @click.option("--redact", metavar="MODULE:FUNCTION", help="Scrub the payloads of live steps with this function.")
 @click.option("--normalize", metavar="MODULE:FUNCTION", help="The identity normalizer the run was recorded with.")
 @click.option(
@@ -73,6 +105,10 @@ def command(
     break_at: int | None,
     fork_at: int | None,
     save_as: str | None,
+    live: tuple[str, ...],
+    never_live: tuple[str, ...],
+    on_missing: str,
+    models: tuple[str, ...],
     redact: str | None,
     normalize: str | None,
     network: str,
@@ -92,8 +128,23 @@ def command(
     left steps unserved with --require-full-consumption); 2 bad usage or input.
     """
     argv = check_command(command)
-    if save_as is not None and fork_at is None:
-        raise CliError("--save-as needs --fork-at STEP (the step where the run goes live)")
+    try:
+        policy = ReplayPolicy.of(
+            live=",".join(live) or None,
+            never_live=",".join(never_live) or None,
+            on_missing=on_missing,
+            model_map=list(models),
+        )
+    except ValueError as exc:
+        # The policy speaks of replay()'s arguments; name this command's options.
+        message = str(exc).replace("never_live=", "--never-live").replace("live=", "--live")
+        raise CliError(message.replace("model_map:", "--model:")) from None
+    if policy.hybrid and fork_at is not None:
+        raise CliError("--live and --on-missing live apply to a plain replay: a fork runs everything after STEP live")
+    if policy.model_map and not policy.live:
+        raise CliError("--model rewrites live LLM calls: pass --live llm (or the calls to run live) too")
+    if save_as is not None and fork_at is None and not policy.hybrid:
+        raise CliError("--save-as needs --fork-at STEP (the step where the run goes live) or --live CALLS")
     if fork_at is not None and require_full_consumption:
         raise CliError("--require-full-consumption applies to a plain replay, not to --fork-at")
     if fork_at is not None and break_at is not None:
@@ -113,7 +164,11 @@ def command(
     if save_as is not None and os.path.exists(save_as) and _same_path(save_as, trace_path):
         raise CliError(f"--save-as {save_as} is the trace being replayed; pass a different PATH")
 
-    session = {"REWIND_REPLAY": os.path.abspath(trace_path), "REWIND_MATCH": match}
+    if policy.hybrid and match in ("strict", "ordered"):
+        if ctx.get_parameter_source("match") is not click.core.ParameterSource.DEFAULT:
+            raise CliError(f"--live serves the rest of the run by identity: use --match parallel or fuzzy, not {match}")
+        match = "parallel"  # the live side shifts every position
+    session = {"REWIND_REPLAY": os.path.abspath(trace_path), "REWIND_MATCH": match, **policy.environment()}
     if require_full_consumption:
         session["REWIND_REQUIRE_FULL_CONSUMPTION"] = "1"
     if break_at is not None:
