@@ -29,7 +29,7 @@ from ._preview import answer_text, clip, compact, outcome, pretty
 from .canonical import canonical_json
 from .similarity import lexical_similarity
 from .trace import Event, PathLike, Trace
-from .what_if.provenance import edit_provenance
+from .what_if.provenance import edit_provenance, hybrid_provenance
 
 EQUAL = "equal"
 CHANGED = "changed"
@@ -151,6 +151,8 @@ class TraceDiff:
     b_steps: int = 0
     exact: bool = False
     notes: list[str] = field(default_factory=list)
+    #: Whether run A / run B is a hybrid replay, whose rows say which steps ran live.
+    hybrid: tuple[bool, bool] = (False, False)
 
     @property
     def diverged(self) -> bool:
@@ -226,9 +228,9 @@ def diff_traces(a: Trace | PathLike, b: Trace | PathLike, *, exact: bool = False
     for label, trace in (("A", trace_a), ("B", trace_b)):
         if trace.torn_tail:
             notes.append(f"run {label} ends in a torn line (its recorder was killed); compared its complete steps")
-        edit = edit_provenance(trace)
-        if edit:
-            notes.append(f"run {label} {edit}")
+        for story in (edit_provenance(trace), hybrid_provenance(trace)):
+            if story:
+                notes.append(f"run {label} {story}")
     return TraceDiff(
         entries=entries,
         a_label=trace_a.path or "A",
@@ -237,6 +239,7 @@ def diff_traces(a: Trace | PathLike, b: Trace | PathLike, *, exact: bool = False
         b_steps=len(side_b.events),
         exact=exact,
         notes=notes,
+        hybrid=(hybrid_provenance(trace_a) is not None, hybrid_provenance(trace_b) is not None),
     )
 
 
@@ -391,7 +394,7 @@ def render_text(diff: TraceDiff, *, context: int = 1, verbose: bool = False, col
             lines.append(paint(f"  ⋮  {_steps(index - previous - 1)} equal", "2"))
         previous = index
         entry = diff.entries[index]
-        row = _row(entry, width)
+        row = _row(entry, width) + _origin(entry, diff.hybrid)
         if entry.op != EQUAL:
             row = paint(row, _COLOR[entry.op])
         if entry is first:
@@ -435,6 +438,16 @@ def _where(entry: DiffEntry) -> str:
     if entry.a_step == entry.b_step:
         return f"step {entry.step}"
     return f"step {entry.a_step} of A / {entry.b_step} of B"
+
+
+def _origin(entry: DiffEntry, hybrid: tuple[bool, bool]) -> str:
+    """`` [B: live]`` / `` [B: ↺ served]``: where a hybrid run's step came from."""
+    marks = [
+        f"{label}: {'live' if event.live else '↺ served'}"
+        for label, event, is_hybrid in (("A", entry.a, hybrid[0]), ("B", entry.b, hybrid[1]))
+        if is_hybrid and event is not None
+    ]
+    return f"  [{', '.join(marks)}]" if marks else ""
 
 
 def _row(entry: DiffEntry, width: int) -> str:

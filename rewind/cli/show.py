@@ -9,7 +9,7 @@ import click
 from .._escape import inert, inert_value
 from .._preview import clip, compact, model_of, outcome, request_preview
 from ..trace import Event, Trace
-from ..what_if.provenance import edit_provenance
+from ..what_if.provenance import edit_provenance, hybrid_provenance
 from ._common import Output, get_output, is_terminal, open_trace, width
 
 
@@ -39,6 +39,9 @@ def header_lines(trace: Trace, out: Output) -> list[str]:
         edit = edit_provenance(trace)
         if edit:
             lines.append(inert(edit))
+    hybrid = hybrid_provenance(trace)
+    if hybrid:
+        lines.append(inert("this run " + hybrid))
     if trace.torn_tail:
         lines.append(
             out.style("note:", fg="yellow")
@@ -47,11 +50,14 @@ def header_lines(trace: Trace, out: Output) -> list[str]:
     return lines
 
 
-def step_line(event: Event, *, seq_width: int, name_width: int, columns: int, out: Output) -> str:
+def step_line(
+    event: Event, *, seq_width: int, name_width: int, columns: int, out: Output, hybrid: bool = False
+) -> str:
     status = out.style("ok ", fg="green") if event.ok else out.style("ERR", fg="red", bold=True)
     head = f"{'#' + str(event.seq):>{seq_width}}  {inert(event.kind):<6} {clip(event.name, name_width):<{name_width}}  "
     timing = f"{_duration(event.duration_ms):>9}"
-    prefix = "" if event.live else "↺ "
+    # In a hybrid run live steps are marked too: served and live interleave.
+    prefix = ("live " if hybrid else "") if event.live else "↺ "
     plain_len = len(head) + 3 + 2 + len(timing) + 2 + len(prefix)
     room = max(20, columns - plain_len)
     if event.kind == "llm":
@@ -70,14 +76,18 @@ def render_listing(trace: Trace, *, verbose: bool, out: Output, columns: int) ->
     if not events:
         lines.append("(no steps recorded)")
         return "\n".join(lines)
-    if any(not e.live for e in events):
+    hybrid = isinstance(trace.header.get("hybrid_of"), dict)
+    if hybrid:
+        lines.append("↺ = served from the recording by identity, live = ran live in this hybrid replay")
+    elif any(not e.live for e in events):
         lines.append("↺ = served from the source trace when this fork was recorded")
     lines.append("")
     seq_width = len(str(events[-1].seq)) + 1
     name_width = min(32, max(len(e.name) for e in events))
     indent = " " * (seq_width + 2)
     for event in events:
-        lines.append(step_line(event, seq_width=seq_width, name_width=name_width, columns=columns, out=out))
+        line = step_line(event, seq_width=seq_width, name_width=name_width, columns=columns, out=out, hybrid=hybrid)
+        lines.append(line)
         if verbose:
             room = max(40, columns - len(indent) - 10) * 2
             lines.append(f"{indent}request:  {request_preview(event.request, room)}")

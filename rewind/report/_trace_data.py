@@ -18,6 +18,7 @@ from .. import blobs as _blobs
 from .._preview import error_line, model_of, outcome, stream_text
 from ..accounting import DEFAULT_PRICES, PRICES_CHECKED, ModelPrice, _lower_keys, price_for, usage_of
 from ..trace import BLOBS_FORMAT_VERSION, Event, Trace
+from ..what_if.provenance import hybrid_provenance
 from ._payload import CLIP, Embedder
 
 _SUMMARY = 240
@@ -129,6 +130,12 @@ def build_section(
         fork = next((index for index, event in enumerate(events) if event.live), None)
         if fork is not None:
             flags[fork].append("fork")
+    hybrid = hybrid_provenance(trace)
+    if hybrid is not None:
+        # Served and live steps interleave: each live one is marked, as each served one is (↺).
+        for index, event in enumerate(events):
+            if event.live:
+                flags[index].append("live")
     columns = {
         "seq": [e.seq for e in events],
         "kind": [e.kind for e in events],
@@ -170,6 +177,8 @@ def build_section(
         "prices_checked": PRICES_CHECKED,
     }
     notes: list[str] = []
+    if hybrid is not None:
+        notes.append("this run " + hybrid)
     if trace.torn_tail:
         notes.append(
             "the last line of the file is torn (the recording process was killed mid-write); complete steps shown"

@@ -7,6 +7,29 @@ from typing import Any
 from .._preview import compact
 
 
+def hybrid_provenance(trace: Any) -> str | None:
+    """``"is a hybrid replay of A: llm ran live, the rest was served (↺) …"``, or ``None``."""
+    header = getattr(trace, "header", None)
+    hybrid = header.get("hybrid_of") if isinstance(header, dict) else None
+    if not isinstance(hybrid, dict):
+        return None
+    live = hybrid.get("live")
+    shown = ", ".join(compact(s, 60) for s in live) if isinstance(live, list) and live else "nothing"
+    parts = [
+        f"is a hybrid replay of {compact(hybrid.get('path'), 200)}: {shown} ran live (marked live), "
+        "the rest was served from it by identity (↺)"
+    ]
+    never = hybrid.get("never_live")
+    if isinstance(never, list) and never:
+        parts.append("never live: " + ", ".join(compact(s, 60) for s in never))
+    if hybrid.get("on_missing") == "live":
+        parts.append("a served call with no recorded answer ran live")
+    models = hybrid.get("model_map")
+    if isinstance(models, dict) and models:
+        parts.append("models: " + ", ".join(f"{compact(a, 60)} → {compact(b, 60)}" for a, b in models.items()))
+    return "; ".join(parts)
+
+
 def edit_provenance(trace: Any) -> str | None:
     """``"is a fork of A whose step 3 was edited (…), then live"``, or ``None``."""
     header = getattr(trace, "header", None)

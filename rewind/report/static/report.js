@@ -423,7 +423,8 @@
       fact(dl, "tokens", row.tin !== undefined ? fmtInt(row.tin) + " in · " + fmtInt(row.tout) + " out" : "unknown (the recording carries no usage)");
       fact(dl, "est. cost", row.cost !== undefined ? fmtCost(row.cost) : row.live ? (row.tin !== undefined ? "unpriced model" : "–") : "not counted (served from the source trace)");
     }
-    fact(dl, "origin", row.live ? "live call" : "served from the source trace when this fork was recorded (↺)");
+    var hybridOf = section.header && isObj(section.header.hybrid_of);
+    fact(dl, "origin", row.live ? (hybridOf ? "ran live in this hybrid replay" : "live call") : hybridOf ? "served from the recording by identity (↺)" : "served from the source trace when this fork was recorded (↺)");
     add(box, dl);
     var flags = row.flags || [];
     if (flags.indexOf("fork") >= 0) add(box, el("div", "rw-warn", "Fork point: the first step this fork ran live; earlier steps were served from " + ((section.header && section.header.forked_from && textOf(section.header.forked_from.path)) || "the source trace") + "."));
@@ -756,6 +757,7 @@
       var flags = s.flags || [];
       if (!s.live) add(row, el("span", "mark rep", "↺"));
       if (flags.indexOf("fork") >= 0) add(row, el("span", "mark fork", "fork"));
+      if (flags.indexOf("live") >= 0) add(row, el("span", "mark live", "live"));
       if (flags.indexOf("stream-cut") >= 0) add(row, el("span", "mark cut", "stream cut"));
       if (flags.indexOf("clipped") >= 0 || flags.indexOf("omitted") >= 0) add(row, el("span", "mark cut", "✂"));
       add(row, el("span", "sum", (s.model ? "[" + s.model + "] " : "") + (s.error ? "✗ " + s.error : s.summary)));
