@@ -387,7 +387,8 @@ def render_text(diff: TraceDiff, *, context: int = 1, verbose: bool = False, col
     first = diff.first_divergence
     width = max(4, *(len(e.name) for e in diff.entries)) if diff.entries else 4
     width = min(width, 40)
-    shown = _visible_rows(diff.entries, context)
+    # A hybrid run's rows say which steps ran live, so every row is shown.
+    shown = list(range(len(diff.entries))) if any(diff.hybrid) else _visible_rows(diff.entries, context)
     previous = -1
     for index in shown:
         if index - previous > 1:
