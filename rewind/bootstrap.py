@@ -29,6 +29,7 @@ Variables:
 | ``REWIND_SAVE_AS`` | with ``REWIND_FORK_AT``: write the forked run here |
 | ``REWIND_EDIT`` | with ``REWIND_FORK_AT``: a JSON file with the changed outcome of that step (edit and continue) |
 | ``REWIND_THEN`` | with ``REWIND_EDIT``: ``live`` (default) or ``replay`` what still matches after the edit |
+| ``REWIND_REFRESH`` | ``1`` with ``REWIND_REPLAY`` and ``REWIND_SAVE_AS``: replay until the first divergence, then live (``rewind refresh``) |
 | ``REWIND_FAULT`` | with ``REWIND_REPLAY``: one fault to inject (JSON, written by ``rewind mutate``) |
 | ``REWIND_NETWORK`` | replay: ``block`` refuses every connection not to loopback or ``REWIND_ALLOW_HOSTS`` |
 | ``REWIND_ALLOW_HOSTS`` | with ``REWIND_NETWORK=block``: comma-separated hosts that stay reachable |
@@ -75,6 +76,7 @@ SESSION_VARIABLES = (
     "REWIND_SAVE_AS",
     "REWIND_EDIT",
     "REWIND_THEN",
+    "REWIND_REFRESH",
     "REWIND_FAULT",
     "REWIND_NETWORK",
     "REWIND_ALLOW_HOSTS",
@@ -148,6 +150,15 @@ def session_from_environment(environ: Mapping[str, str] | None = None) -> Sessio
             from .what_if.faults import fault_session
 
             return fault_session(replay_path, fault, match=match, redact=redact, normalize=normalize, network=network)
+        if _flag(env, "REWIND_REFRESH"):
+            if save_as is None or fork_at is not None or edit_file is not None:
+                raise EnvironmentConfigError(
+                    "REWIND_REFRESH needs REWIND_SAVE_AS (where the refreshed run goes) and no REWIND_FORK_AT "
+                    "or REWIND_EDIT (a refresh goes live where the run first diverges)"
+                )
+            from .what_if.refresh import refresh_session
+
+            return refresh_session(replay_path, save_as=save_as, match=match, redact=redact, normalize=normalize)
         if fork_at is None:
             if save_as is not None:
                 raise EnvironmentConfigError("REWIND_SAVE_AS needs REWIND_FORK_AT (the step where the run goes live)")
@@ -346,6 +357,13 @@ def _finish(session: Session, status_file: str | None = None) -> None:
     if failure:
         failure = dialect.translate(failure)
     status["served"] = session.cursor
+    live_from = getattr(session.matcher, "live_from", None)
+    if isinstance(live_from, int):
+        # Where a fork that replays while requests match (a refresh) went live, and why.
+        status["live_from"] = live_from
+        divergence = getattr(session.matcher, "divergence", None)
+        if isinstance(divergence, DivergenceError):
+            status["live_because"] = {"step": divergence.step, "reason": divergence.reason}
     status["recorded"] = len(session.new_events)
     status["failed"] = failed
     status["error"] = failure
