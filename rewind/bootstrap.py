@@ -29,7 +29,7 @@ Variables:
 | ``REWIND_SAVE_AS`` | with ``REWIND_FORK_AT``: write the forked run here |
 | ``REWIND_EDIT`` | with ``REWIND_FORK_AT``: a JSON file with the changed outcome of that step (edit and continue) |
 | ``REWIND_THEN`` | with ``REWIND_EDIT``: ``live`` (default) or ``replay`` what still matches after the edit |
-| ``REWIND_REFRESH`` | ``1`` with ``REWIND_REPLAY`` and ``REWIND_SAVE_AS``: replay until the first divergence, then live (``rewind refresh``) |
+| ``REWIND_REFRESH`` | ``1`` with ``REWIND_SAVE_AS``: replay to the first divergence, then live (``rewind refresh``) |
 | ``REWIND_FAULT`` | with ``REWIND_REPLAY``: one fault to inject (JSON, written by ``rewind mutate``) |
 | ``REWIND_NETWORK`` | replay: ``block`` refuses every connection not to loopback or ``REWIND_ALLOW_HOSTS`` |
 | ``REWIND_ALLOW_HOSTS`` | with ``REWIND_NETWORK=block``: comma-separated hosts that stay reachable |
@@ -243,6 +243,11 @@ def _callable(env: Mapping[str, str], name: str) -> Callable[[Any], Any] | None:
     spec = env.get(name)
     if not spec:
         return None
+    return import_callable(spec, name)
+
+
+def import_callable(spec: str, name: str) -> Callable[[Any], Any]:
+    """The function ``module:attribute`` names; ``name`` (a variable, an option) says who asked."""
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise EnvironmentConfigError(f"{name} must be module:function, not {spec!r}")
