@@ -68,6 +68,8 @@ _LAZY = {
     "check_trace": "rewind.importing",
     "import_telemetry": "rewind.importing",
     "mutate": "rewind.what_if",
+    "runs": "rewind.what_if.runs",
+    "wilson_interval": "rewind.what_if.runs",
     "NetworkBlockedError": "rewind.network_guard",
 }
 
@@ -154,4 +156,6 @@ __all__ = [
     "TelemetryMatcher",
     "check_trace",
     "import_telemetry",
+    "runs",
+    "wilson_interval",
 ]
