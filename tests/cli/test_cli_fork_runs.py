@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 import what_if_agent
+
 from rewind import wilson_interval
 from rewind.stub_server import StubServer
 from rewind.trace import Trace
@@ -103,8 +103,9 @@ def test_runs_json_and_a_trace_criterion(run_cli: RunCli, golden: Path, tmp_path
     )
     with StubServer(script=SCRIPT, script_mode="conversation", seed=SEED) as server:
         result = run_cli(
-            "fork", golden, "--at", 3, "--runs", 3, "-j", 3, "--runs-dir", tmp_path / "many", "--expect", "checks:four_steps",
-            "--expect-exit", 0, "--json", "--", sys.executable, AGENT, env=_env(server),
+            "fork", golden, "--at", 3, "--runs", 3, "-j", 3, "--runs-dir", tmp_path / "many",
+            "--expect", "checks:four_steps", "--expect-exit", 0, "--json", "--", sys.executable, AGENT,
+            env=_env(server),
         )  # fmt: skip
     assert result.returncode == 0, result.stderr
     verdict = json.loads(result.stdout)
@@ -131,3 +132,16 @@ def test_runs_bad_input(run_cli: RunCli, golden: Path, tmp_path: Path) -> None:
     )
     assert taken.returncode == 2 and "already holds runs" in taken.stderr
     assert (tmp_path / "full" / "run-001.rewind").read_text() == ""  # nothing lost
+
+
+def test_replay_fork_at_takes_runs_too(run_cli: RunCli, golden: Path, tmp_path: Path) -> None:
+    with StubServer(script=SCRIPT, script_mode="conversation", seed=SEED) as server:
+        result = run_cli(
+            "replay", golden, "--fork-at", 3, "--runs", 2, "-j", 2, "--json", "--", sys.executable, AGENT,
+            env=_env(server),
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    verdict = json.loads(result.stdout)
+    assert sorted(r["final_output"] for r in verdict["results"]) == sorted(_expected_answers(2))
+    plain = run_cli("replay", golden, "--runs", 2, "--", sys.executable, AGENT)
+    assert plain.returncode == 2 and "--runs needs --fork-at STEP" in plain.stderr

@@ -9,8 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 import what_if_agent
+
 from rewind.stub_server import StubServer
 from rewind.trace import Trace
 
