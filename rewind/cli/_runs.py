@@ -16,7 +16,17 @@ from typing import Any
 
 import click
 
-from ..what_if.runs import Attempt, RunResult, RunsError, criterion, judge, prepare_folder, run_many, run_name
+from ..what_if.runs import (
+    Attempt,
+    RunResult,
+    RunsError,
+    criterion,
+    judge,
+    prepare_folder,
+    run_many,
+    run_name,
+    save_verdict,
+)
 from ._common import CliError
 from ._run import EXIT_SESSION_FAILED, run_child
 
@@ -144,8 +154,7 @@ def verdict(
     except RunsError as exc:
         raise CliError(str(exc)) from None
     data = outcome.to_dict()
-    with open(os.path.join(folder, "verdict.json"), "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=2)
+    save_verdict(outcome)
     if html_path is not None:
         from ..report.verdict import write_verdict_report
 

@@ -13,6 +13,7 @@ other way of running a live part (a hybrid replay) plugs in the same way.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -254,6 +255,15 @@ class Verdict:
         }
 
 
+def save_verdict(verdict: Verdict) -> Path:
+    """Write ``verdict.json`` (``Verdict.to_dict()``) beside the runs, atomically; its path."""
+    target = Path(verdict.folder) / "verdict.json"
+    temporary = target.with_name(f".verdict.json.tmp-{os.getpid()}")
+    temporary.write_text(json.dumps(verdict.to_dict(), indent=2) + "\n", encoding="utf-8")
+    os.replace(temporary, target)
+    return target
+
+
 def _clip(text: str, width: int = 60) -> str:
     shown = text if len(text) <= width else text[: width - 1] + "…"
     return repr(shown)
@@ -345,6 +355,9 @@ def runs(
                               expect_output=r"umbrella")
         low, high = verdict.interval
 
+    Each run's trace is ``folder/run-NNN.rewind``; the verdict is also saved as
+    ``folder/verdict.json``.
+
     The runs go one after another in this process (a run's session is this thread's); run
     a program in parallel with ``rewind fork --runs K -j J``.
     """
@@ -352,9 +365,11 @@ def runs(
         raise RunsError(f"agent must be a function taking no arguments, not {type(agent).__name__}")
     success, described = criterion(expect_exit=expect_exit, expect_output=expect_output, expect=expect)
     results = run_many(fork_attempt(path, agent, at=at, match=match), runs=runs, folder=folder)
-    return judge(
-        results, success, described=described, source=os.fspath(path), folder=os.fspath(folder), where=f"from step {at}"
+    verdict = judge(
+        results, success, described=described, source=os.fspath(path), folder=os.fspath(folder), where=f"forked at step {at}"
     )
+    save_verdict(verdict)
+    return verdict
 
 
 __all__ = [
@@ -372,5 +387,6 @@ __all__ = [
     "run_many",
     "run_name",
     "runs",
+    "save_verdict",
     "wilson_interval",
 ]
