@@ -69,6 +69,7 @@ _LAZY = {
     "import_telemetry": "rewind.importing",
     "mutate": "rewind.what_if",
     "runs": "rewind.what_if.runs",
+    "refresh": "rewind.what_if.refresh",
     "wilson_interval": "rewind.what_if.runs",
     "NetworkBlockedError": "rewind.network_guard",
 }
@@ -156,6 +157,7 @@ __all__ = [
     "TelemetryMatcher",
     "check_trace",
     "import_telemetry",
+    "refresh",
     "runs",
     "wilson_interval",
 ]

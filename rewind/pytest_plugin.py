@@ -477,16 +477,14 @@ def _settle_refresh(run: _Run, passed: bool) -> None:
     """A passing refresh that changed the run replaces the golden, with a diff beside it."""
     from .report import write_diff_report
     from .trace import Trace
-    from .what_if.refresh import html_diff_path, summarize
+    from .what_if.refresh import divergence_of, html_diff_path, summarize
 
     if not passed or not run.target.exists():
         _discard(run.target)
         run.outcome = "unrefreshed"
         return
     golden, refreshed = Trace.load(run.trace.path), Trace.load(run.target)
-    matcher = run.session.matcher if run.session is not None else None
-    divergence = getattr(matcher, "divergence", None)
-    where = {"step": divergence.step, "reason": divergence.reason} if isinstance(divergence, DivergenceError) else None
+    where = divergence_of(run.session) if run.session is not None else None
     report = summarize(golden, refreshed, shown=run.shown, divergence=where)
     if not report.changed:
         _discard(run.target)

@@ -9,11 +9,13 @@ an atomic rename) only once the run succeeded; a failed run leaves the golden as
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import scratch
 from ..accounting import Accounting, account, format_cost
 from ..matching import Matcher, resolve_matcher
 from ..summary import plural
@@ -136,6 +138,43 @@ def summarize(
     )
 
 
+def divergence_of(session: Session) -> dict[str, Any] | None:
+    """Where a finished refresh went live because a request stopped matching: ``{"step", "reason"}``."""
+    matcher = session.matcher
+    error = matcher.divergence if isinstance(matcher, WhatIfMatcher) else None
+    return {"step": error.step, "reason": error.reason} if error is not None else None
+
+
+def refresh(
+    path: PathLike,
+    agent: Callable[[], Any],
+    *,
+    save_as: PathLike | None = None,
+    match: str | Matcher = "strict",
+    redact: Redactor | None = None,
+    normalize: Normalizer | None = None,
+) -> RefreshReport:
+    """Run ``agent()`` against the golden at ``path``, refreshing it from its first divergence.
+
+    The golden (or ``save_as``) is replaced only when ``agent()`` returns and the run
+    changed something; when it raises, the exception propagates and nothing is written.
+    """
+    golden = Path(os.fspath(path))
+    target = Path(os.fspath(save_as)) if save_as is not None else golden
+    work = scratch.scratch_path(target)
+    try:
+        session = refresh_session(golden, save_as=work, match=match, redact=redact, normalize=normalize)
+        with session:
+            agent()
+        where = divergence_of(session)
+        report = summarize(Trace.load(golden), Trace.load(work), shown=os.fspath(path), divergence=where)
+        if report.changed or save_as is not None:
+            scratch.promote(work, target)
+        return report
+    finally:
+        scratch.discard(work)
+
+
 def _span(first: int, count: int) -> str:
     return f"step {first}" if count == 1 else f"steps {first}-{first + count - 1}"
 
@@ -157,4 +196,4 @@ def html_diff_path(golden: Path) -> Path:
     return golden.with_name(f"{golden.name}.refresh.html")
 
 
-__all__ = ["RefreshReport", "html_diff_path", "refresh_session", "summarize"]
+__all__ = ["RefreshReport", "divergence_of", "html_diff_path", "refresh", "refresh_session", "summarize"]

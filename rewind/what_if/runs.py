@@ -365,9 +365,8 @@ def runs(
         raise RunsError(f"agent must be a function taking no arguments, not {type(agent).__name__}")
     success, described = criterion(expect_exit=expect_exit, expect_output=expect_output, expect=expect)
     results = run_many(fork_attempt(path, agent, at=at, match=match), runs=runs, folder=folder)
-    verdict = judge(
-        results, success, described=described, source=os.fspath(path), folder=os.fspath(folder), where=f"forked at step {at}"
-    )
+    source, saved_in = os.fspath(path), os.fspath(folder)
+    verdict = judge(results, success, described=described, source=source, folder=saved_in, where=f"forked at step {at}")
     save_verdict(verdict)
     return verdict
 
