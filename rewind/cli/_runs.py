@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from .._escape import inert
 from ..what_if.runs import (
     Attempt,
     RunResult,
@@ -162,7 +163,8 @@ def verdict(
     if as_json:
         click.echo(json.dumps(data, indent=2))
     else:
-        click.echo("\n".join(outcome.lines()))
+        # The final outputs are the program's own text: shown, never interpreted by the terminal.
+        click.echo(inert("\n".join(outcome.lines()), keep_newlines=True))
         if html_path is not None:
             click.echo(f"rewind: wrote {html_path}", err=True)
     ctx.exit(0)

@@ -90,6 +90,8 @@ class RefreshReport:
             head += f" (step {self.divergence.get('step')} diverged: {self.divergence.get('reason')})"
         elif not self.anew:
             head += f" (the run ended after step {self.kept - 1}; the golden had {self.recorded})"
+        else:
+            head += f" (the run went on past the golden's {plural(self.recorded, 'step')})"
         lines = [head]
         full = self.saved.total_tokens + self.spent.total_tokens
         saved = (
