@@ -137,3 +137,23 @@ def test_one_of_turns_are_checked() -> None:
     ):
         with pytest.raises(ValueError, match=message):
             parse_turn(bad)
+
+
+def test_a_run_whose_replayed_prefix_diverges_says_so(tmp_path: Path) -> None:
+    @rewind.llm(name="ask")
+    def ask(question: str) -> dict[str, str]:
+        return {"text": question.upper()}
+
+    golden = tmp_path / "golden.rewind"
+    with rewind.record(golden):
+        ask("first")
+        ask("second")
+    second = iter(["second", "changed", "second"])
+    verdict = rewind.runs(
+        golden, lambda: ask("first")["text"] + ask(next(second))["text"], at=2, runs=3, folder=tmp_path / "runs"
+    )
+    assert [(g.exit_status, [r.index for r in g.runs]) for g in verdict.groups] == [(0, [1, 3]), (1, [2])]
+    failed = verdict.groups[1].representative
+    assert failed.error is not None and "diverged at step 1" in failed.error
+    assert verdict.successes == 2
+    assert "rewind: 'rewind: replay diverged at step 1" in verdict.lines()[2]

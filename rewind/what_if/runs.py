@@ -219,6 +219,9 @@ class Verdict:
             where = "same path" if group.differs_at is None else f"differs from step {group.differs_at}"
             ok = "success" if group.successes == len(group.runs) else f"{group.successes} succeeded"
             shown = _clip(group.final) if group.final else "(no output)"
+            if group.representative.error:
+                # A session failure (the replayed prefix diverged) says more than the output.
+                shown += f"  rewind: {_clip(group.representative.error.splitlines()[0], 100)}"
             name = os.path.basename(group.representative.trace or run_name(group.representative.index))
             lines.append(
                 f"  {len(group.runs):>{width}} ({share:>4})  exit {group.exit_status}  {shown}  [{where}; {ok}; "
