@@ -88,3 +88,13 @@ def test_an_unchanged_run_writes_nothing(golden: Path, tmp_path: Path) -> None:
 def test_refresh_needs_a_positional_match(golden: Path) -> None:
     with pytest.raises(ValueError, match="needs match='strict' or 'ordered'"):
         rewind.refresh(golden, lambda: None, match="fuzzy")
+
+
+def test_diff_and_show_tell_a_refresh(golden: Path, tmp_path: Path) -> None:
+    fresh = tmp_path / "fresh.rewind"
+    rewind.refresh(golden, lambda: weekend("A detailed"), save_as=fresh)
+    diff = rewind.diff_traces(golden, fresh)
+    assert diff.notes == [
+        f"run B is a refresh of {golden}: its steps were replayed while the requests matched, the rest recorded live"
+    ]
+    assert diff.first_divergence is not None and diff.first_divergence.step == 2

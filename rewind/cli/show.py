@@ -40,9 +40,9 @@ def header_lines(trace: Trace, out: Output) -> list[str]:
             lines.append(f"refreshed from {compact(forked.get('path'), 200)} (kept the steps marked ↺)")
         else:
             lines.append(f"forked from {compact(forked.get('path'), 200)} at step {compact(forked.get('at'), 20)}")
-        edit = edit_provenance(trace)
-        if edit:
-            lines.append(inert(edit))
+            edit = edit_provenance(trace)
+            if edit:
+                lines.append(inert(edit))
     if trace.torn_tail:
         lines.append(
             out.style("note:", fg="yellow")
