@@ -157,3 +157,16 @@ def test_a_run_whose_replayed_prefix_diverges_says_so(tmp_path: Path) -> None:
     assert failed.error is not None and "diverged at step 1" in failed.error
     assert verdict.successes == 2
     assert "rewind: 'rewind: replay diverged at step 1" in verdict.lines()[2]
+
+
+def test_the_verdict_page_escapes_what_the_runs_printed(tmp_path: Path) -> None:
+    from rewind.report.verdict import write_verdict_report
+
+    hostile = "<script>alert(1)</script>"
+    results = [_run(1, 0, hostile), _run(2, 1, "ok")]
+    success, described = criterion(expect_output="<u>")
+    verdict = judge(results, success, described=described, source="<i>.rewind", folder=str(tmp_path))
+    page = write_verdict_report(verdict, tmp_path / "verdict.html").read_text(encoding="utf-8")
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<u>" not in page and "<i>.rewind" not in page
+    assert "0/2 = 0%" in page and "Wilson" in page
