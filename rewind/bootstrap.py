@@ -405,6 +405,8 @@ def _summary_line(session: Session, status: Mapping[str, Any]) -> str:
     shown = session.path
     if session.mode == "record":
         return summary.recorded(status, shown)
+    if session.mode == "fork" and (getattr(session, "_provenance", None) or {}).get("refresh"):
+        return summary.refreshed(status, shown, getattr(session, "_save_as", None))
     if session.mode == "fork":
         at = int(getattr(session, "_fork_at", 0) or 0)
         return summary.forked(status, shown, at, getattr(session, "_save_as", None))

@@ -98,3 +98,22 @@ def test_diff_and_show_tell_a_refresh(golden: Path, tmp_path: Path) -> None:
         f"run B is a refresh of {golden}: its steps were replayed while the requests matched, the rest recorded live"
     ]
     assert diff.first_divergence is not None and diff.first_divergence.step == 2
+
+
+def test_the_environment_opens_a_refresh(golden: Path, tmp_path: Path) -> None:
+    from rewind.bootstrap import EnvironmentConfigError, session_from_environment
+    from rewind.summary import refreshed
+
+    fresh = tmp_path / "fresh.rewind"
+    env = {"REWIND_REPLAY": str(golden), "REWIND_REFRESH": "1", "REWIND_SAVE_AS": str(fresh)}
+    session = session_from_environment(env)
+    assert session is not None
+    with session:
+        weekend("A detailed")
+    assert [e.live for e in Trace.load(fresh).events] == [False, False, True]
+    status = {"served": session.cursor, "recorded": len(session.new_events), "live_from": 2}
+    assert refreshed(status, "weekend.rewind", "fresh.rewind") == (
+        "rewind: refreshed weekend.rewind from step 2: 2 steps replayed, 1 live, saved to fresh.rewind"
+    )
+    with pytest.raises(EnvironmentConfigError, match="REWIND_REFRESH needs REWIND_SAVE_AS"):
+        session_from_environment({"REWIND_REPLAY": str(golden), "REWIND_REFRESH": "1"})
