@@ -170,3 +170,25 @@ def test_the_verdict_page_escapes_what_the_runs_printed(tmp_path: Path) -> None:
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<u>" not in page and "<i>.rewind" not in page
     assert "0/2 = 0%" in page and "Wilson" in page
+
+
+def test_a_divergence_the_agent_swallowed_still_fails_the_run(tmp_path: Path) -> None:
+    @rewind.llm(name="ask")
+    def ask(question: str) -> dict[str, str]:
+        return {"text": question.upper()}
+
+    golden = tmp_path / "golden.rewind"
+    with rewind.record(golden):
+        ask("first")
+
+    def careless() -> str:
+        try:
+            return ask("other")["text"]
+        except rewind.DivergenceError:
+            return "carried on"
+
+    with pytest.warns(rewind.UnconsumedEventsWarning, match="1 recorded step never served"):
+        verdict = rewind.runs(golden, careless, at=1, runs=1, folder=tmp_path / "runs")
+    (run,) = verdict.runs
+    assert (run.exit_status, run.output, verdict.successes) == (1, "carried on", 0)
+    assert run.error is not None and "diverged at step 0" in run.error

@@ -17,6 +17,7 @@ import json
 import math
 import os
 import re
+import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..diff import diff_traces
-from ..errors import DivergenceError, RewindError
+from ..errors import DivergenceError, RewindError, UnconsumedEventsWarning
 from ..matching import Matcher
 from ..trace import PathLike, Trace
 
@@ -327,15 +328,23 @@ def fork_attempt(path: PathLike, agent: Callable[[], Any], *, at: int, match: st
     from ..session import fork
 
     def attempt(index: int, save_as: Path) -> RunResult:
-        error: str | None = None
+        trace = str(save_as)
         try:
-            with fork(path, at=at, match=match, save_as=save_as):
-                value = agent()
+            # A prefix left unserved is a warning of the fork (the CLI's runs print it, not
+            # fail on it); here it must not become the run's outcome under warnings-as-errors.
+            with warnings.catch_warnings():
+                warnings.simplefilter("default", UnconsumedEventsWarning)
+                with fork(path, at=at, match=match, save_as=save_as) as session:
+                    value = agent()
         except DivergenceError as exc:
-            return RunResult(index, str(save_as), 1, "", error=str(exc))
+            return RunResult(index, trace, 1, "", error=str(exc))
         except Exception as exc:
-            return RunResult(index, str(save_as), 1, f"{type(exc).__name__}: {exc}")
-        return RunResult(index, str(save_as), 0, "" if value is None else str(value), error=error)
+            return RunResult(index, trace, 1, f"{type(exc).__name__}: {exc}")
+        output = "" if value is None else str(value)
+        if session.divergences:
+            # The agent caught the DivergenceError and went on: the run still left the recording.
+            return RunResult(index, trace, 1, output, error=str(session.divergences[0]))
+        return RunResult(index, trace, 0, output)
 
     return attempt
 
