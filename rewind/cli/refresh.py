@@ -69,6 +69,8 @@ def command(
         raise CliError(f"{save_as or trace_path}: is a directory; pass the trace file to write")
     if html_path is not None and os.path.isdir(html_path):
         raise CliError(f"{html_path}: is a directory; pass the HTML file to write with --html")
+    if html_path is not None and os.path.abspath(html_path) in (str(target), os.path.abspath(trace_path)):
+        raise CliError(f"--html {html_path} would overwrite a trace; pass another file")
     work = scratch.scratch_path(target)
     session = {
         "REWIND_REPLAY": os.path.abspath(trace_path),
