@@ -108,5 +108,7 @@ def test_bad_input_is_one_line(run_cli: RunCli, golden: Path, tmp_path: Path) ->
     assert missing.returncode == 2 and missing.stderr.startswith("rewind: error: ")
     folder = run_cli("refresh", golden, "--save-as", tmp_path, "--", sys.executable, AGENT)
     assert folder.returncode == 2 and "is a directory" in folder.stderr
+    onto = run_cli("refresh", golden, "--html", golden, "--", sys.executable, AGENT)
+    assert onto.returncode == 2 and "would overwrite a trace" in onto.stderr
     no_command = run_cli("refresh", golden)
     assert no_command.returncode == 2 and "no command to run" in no_command.stderr
