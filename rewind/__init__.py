@@ -70,6 +70,9 @@ _LAZY = {
     "check_trace": "rewind.importing",
     "import_telemetry": "rewind.importing",
     "mutate": "rewind.what_if",
+    "runs": "rewind.what_if.runs",
+    "refresh": "rewind.what_if.refresh",
+    "wilson_interval": "rewind.what_if.runs",
     "NetworkBlockedError": "rewind.network_guard",
 }
 
@@ -158,4 +161,7 @@ __all__ = [
     "TelemetryMatcher",
     "check_trace",
     "import_telemetry",
+    "refresh",
+    "runs",
+    "wilson_interval",
 ]

@@ -199,12 +199,16 @@ class Accounting:
         return self.calls_without_usage == 0 and not self.unpriced_models
 
 
-def account(trace: Trace | PathLike, *, prices: Mapping[str, ModelPrice] | None = None) -> Accounting:
+def account(
+    trace: Trace | PathLike, *, prices: Mapping[str, ModelPrice] | None = None, count_replayed: bool = False
+) -> Accounting:
     """Sum the recorded usage of ``trace``'s llm steps per model and price it.
 
     ``prices`` (``{model: ModelPrice}``) is consulted before ``DEFAULT_PRICES``; a model
     is priced by an exact name or its longest listed prefix (``gpt-4o`` prices
-    ``gpt-4o-2024-08-06``), case-insensitively.
+    ``gpt-4o-2024-08-06``), case-insensitively. Steps a replay or fork served (not live)
+    cost nothing in this run and are only counted, unless ``count_replayed`` prices them
+    too (what re-recording them would cost).
     """
     if not isinstance(trace, Trace):
         trace = Trace.open(trace)
@@ -214,7 +218,7 @@ def account(trace: Trace | PathLike, *, prices: Mapping[str, ModelPrice] | None 
     for event in trace.events:
         if event.kind != "llm":
             continue
-        if not event.live:
+        if not event.live and not count_replayed:
             replayed += 1
             continue
         model = model_of(event) or UNKNOWN_MODEL
@@ -238,6 +242,15 @@ def account(trace: Trace | PathLike, *, prices: Mapping[str, ModelPrice] | None 
         for model, (calls, with_usage, input_tokens, output_tokens) in sorted(tallies.items())
     ]
     return Accounting(per_model=per_model, replayed_calls=replayed)
+
+
+def format_cost(cost: float) -> str:
+    """``$0.0123``; a tiny cost keeps two significant digits (never ``$0.0000``)."""
+    if cost >= 100:
+        return f"${cost:,.2f}"
+    if 0 < cost < 0.0001:
+        return f"${cost:.{1 - math.floor(math.log10(cost))}f}"
+    return f"${cost:.4f}"
 
 
 def _lower_keys(prices: Mapping[str, ModelPrice]) -> dict[str, ModelPrice]:

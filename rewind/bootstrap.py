@@ -29,6 +29,7 @@ Variables:
 | ``REWIND_SAVE_AS`` | with ``REWIND_FORK_AT``: write the forked run here |
 | ``REWIND_EDIT`` | with ``REWIND_FORK_AT``: a JSON file with the changed outcome of that step (edit and continue) |
 | ``REWIND_THEN`` | with ``REWIND_EDIT``: ``live`` (default) or ``replay`` what still matches after the edit |
+| ``REWIND_REFRESH`` | ``1`` with ``REWIND_SAVE_AS``: replay to the first divergence, then live (``rewind refresh``) |
 | ``REWIND_FAULT`` | with ``REWIND_REPLAY``: one fault to inject (JSON, written by ``rewind mutate``) |
 | ``REWIND_LIVE`` | with ``REWIND_REPLAY``: a hybrid replay; these calls run live (``llm,tool:search``) |
 | ``REWIND_NEVER_LIVE`` | with ``REWIND_REPLAY``: calls that must never run for real (comma-separated selectors) |
@@ -81,6 +82,7 @@ SESSION_VARIABLES = (
     "REWIND_SAVE_AS",
     "REWIND_EDIT",
     "REWIND_THEN",
+    "REWIND_REFRESH",
     "REWIND_FAULT",
     "REWIND_LIVE",
     "REWIND_NEVER_LIVE",
@@ -166,6 +168,15 @@ def session_from_environment(environ: Mapping[str, str] | None = None) -> Sessio
             from .what_if.faults import fault_session
 
             return fault_session(replay_path, fault, match=match, redact=redact, normalize=normalize, network=network)
+        if _flag(env, "REWIND_REFRESH"):
+            if save_as is None or fork_at is not None or edit_file is not None:
+                raise EnvironmentConfigError(
+                    "REWIND_REFRESH needs REWIND_SAVE_AS (where the refreshed run goes) and no REWIND_FORK_AT "
+                    "or REWIND_EDIT (a refresh goes live where the run first diverges)"
+                )
+            from .what_if.refresh import refresh_session
+
+            return refresh_session(replay_path, save_as=save_as, match=match, redact=redact, normalize=normalize)
         if fork_at is None:
             if save_as is not None and not hybrid:
                 raise EnvironmentConfigError(
@@ -258,6 +269,11 @@ def _callable(env: Mapping[str, str], name: str) -> Callable[[Any], Any] | None:
     spec = env.get(name)
     if not spec:
         return None
+    return import_callable(spec, name)
+
+
+def import_callable(spec: str, name: str) -> Callable[[Any], Any]:
+    """The function ``module:attribute`` names; ``name`` (a variable, an option) says who asked."""
     module_name, _, attribute = spec.partition(":")
     if not module_name or not attribute:
         raise EnvironmentConfigError(f"{name} must be module:function, not {spec!r}")
@@ -372,6 +388,13 @@ def _finish(session: Session, status_file: str | None = None) -> None:
     if failure:
         failure = dialect.translate(failure)
     status["served"] = session.cursor
+    live_from = getattr(session.matcher, "live_from", None)
+    if isinstance(live_from, int):
+        # Where a fork that replays while requests match (a refresh) went live, and why.
+        status["live_from"] = live_from
+        divergence = getattr(session.matcher, "divergence", None)
+        if isinstance(divergence, DivergenceError):
+            status["live_because"] = {"step": divergence.step, "reason": divergence.reason}
     status["recorded"] = len(session.new_events)
     status["failed"] = failed
     status["error"] = failure
@@ -408,6 +431,8 @@ def _summary_line(session: Session, status: Mapping[str, Any]) -> str:
     shown = session.path
     if session.mode == "record":
         return summary.recorded(status, shown)
+    if session.mode == "fork" and (getattr(session, "_provenance", None) or {}).get("refresh"):
+        return summary.refreshed(status, shown, getattr(session, "_save_as", None))
     if session.mode == "fork":
         at = int(getattr(session, "_fork_at", 0) or 0)
         return summary.forked(status, shown, at, getattr(session, "_save_as", None))

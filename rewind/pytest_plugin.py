@@ -43,8 +43,10 @@ FIXTURE = "rewind_session"
 
 #: ``none`` replays only; ``missing`` records tests whose trace does not exist yet;
 #: ``all`` records every marked test and keeps the new trace when the test passes;
-#: ``rewrite`` deletes the trace first and keeps whatever the live run recorded.
-RECORD_MODES = ("none", "missing", "all", "rewrite")
+#: ``rewrite`` deletes the trace first and keeps whatever the live run recorded;
+#: ``refresh`` replays each trace until its first divergence and records only the rest
+#: live, keeping the refreshed trace when the test passes (a missing trace is recorded).
+RECORD_MODES = ("none", "missing", "all", "rewrite", "refresh")
 
 _OPTIONS = (
     "match='strict', normalize=None, redact=None, require_full_consumption=False, network='block', allow_hosts=(), "
@@ -75,7 +77,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="none: replay only (default); missing: record only tests whose trace does not exist; "
         "all: record every marked test, keeping the new trace when the test passes; "
-        "rewrite: delete each trace, then record, keeping the result even when the test fails",
+        "rewrite: delete each trace, then record, keeping the result even when the test fails; "
+        "refresh: replay each trace until it diverges, record only the rest live, and keep it when the test "
+        "passes (with an HTML diff beside it)",
     )
     group.addoption(
         "--rewind-network",
@@ -227,9 +231,13 @@ def parameter_path(path: Path, param_id: str) -> Path:
 
 
 def _records(mode: str, trace: GoldenTrace) -> bool:
-    if mode == "missing":
+    if mode in ("missing", "refresh"):
         return not trace.path.exists()
     return mode in ("all", "rewrite")
+
+
+def _refreshes(mode: str, trace: GoldenTrace) -> bool:
+    return mode == "refresh" and trace.path.exists()
 
 
 # --------------------------------------------------------------------------- collection
@@ -253,7 +261,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             trace = golden_trace(item)
         except (TypeError, ValueError):
             continue  # reported when the test sets up
-        if trace is not None and _records(mode, trace):
+        if trace is not None and (_records(mode, trace) or _refreshes(mode, trace)):
             recorders.setdefault(trace.path.resolve(), []).append(item)
     for path, group in recorders.items():
         if len(group) < 2:
@@ -280,8 +288,12 @@ class _Run:
     recording: bool
     mode: str
     target: Path
+    #: Replaying until the first divergence, recording the rest into ``target``.
+    refreshing: bool = False
     session: Session | None = None
     outcome: str = ""
+    #: What a refresh kept and recorded anew (for the session summary).
+    detail: str = ""
 
     @property
     def divergences(self) -> list[DivergenceError]:
@@ -320,6 +332,12 @@ def _open_session(item: pytest.Item, run: _Run) -> Session:
         resolve_matcher(trace.match)  # a typo in match= fails when recording too, not first in CI
     except (TypeError, ValueError) as exc:
         raise _fail(f"rewind: @pytest.mark.{MARKER}({run.shown!r}): {exc}") from None
+    if run.refreshing:
+        from .what_if.refresh import refresh_session
+
+        return refresh_session(
+            trace.path, save_as=run.target, match=trace.match, redact=trace.redact, normalize=trace.normalize
+        )
     if run.recording:
         if run.mode == "rewrite":
             _remove_trace(trace.path)
@@ -361,8 +379,9 @@ def _plan(item: pytest.Item) -> _Run:
         )
     mode = record_mode(item.config)
     recording = _records(mode, trace)
+    refreshing = _refreshes(mode, trace)
     target = trace.path
-    if recording and (mode != "rewrite" or trace.path.name.endswith(".gz")):
+    if refreshing or (recording and (mode != "rewrite" or trace.path.name.endswith(".gz"))):
         target = _scratch_path(trace.path)
     return _Run(
         trace=trace,
@@ -371,6 +390,7 @@ def _plan(item: pytest.Item) -> _Run:
         recording=recording,
         mode=mode,
         target=target,
+        refreshing=refreshing,
     )
 
 
@@ -417,7 +437,8 @@ def rewind_session(request: pytest.FixtureRequest) -> Iterator[Session]:
         raise _fail(_open_message(run, exc)) from None
     run.session = session
     # A replay needs no key, but SDK clients refuse to construct without one (keyless CI).
-    keys: AbstractContextManager[object] = nullcontext() if run.recording else placeholder_keys.placeholders()
+    live = run.recording or run.refreshing
+    keys: AbstractContextManager[object] = nullcontext() if live else placeholder_keys.placeholders()
     try:
         with keys:
             yield session
@@ -454,7 +475,9 @@ def _close(item: pytest.Item, run: _Run, session: Session) -> None:
 
 def _settle(run: _Run, passed: bool, *, skipped: bool = False) -> None:
     """Carry out what becomes of a recording once the test's outcome is known."""
-    if not run.recording:
+    if run.refreshing:
+        _settle_refresh(run, passed)
+    elif not run.recording:
         run.outcome = "replayed"
     elif run.mode == "rewrite":
         if run.target != run.trace.path:
@@ -468,8 +491,35 @@ def _settle(run: _Run, passed: bool, *, skipped: bool = False) -> None:
         run.outcome = "skipped" if skipped else "discarded"
 
 
+def _settle_refresh(run: _Run, passed: bool) -> None:
+    """A passing refresh that changed the run replaces the golden, with a diff beside it."""
+    from .report import write_diff_report
+    from .trace import Trace
+    from .what_if.refresh import divergence_of, html_diff_path, summarize
+
+    if not passed or not run.target.exists():
+        _discard(run.target)
+        run.outcome = "unrefreshed"
+        return
+    golden, refreshed = Trace.load(run.trace.path), Trace.load(run.target)
+    where = divergence_of(run.session) if run.session is not None else None
+    report = summarize(golden, refreshed, shown=run.shown, divergence=where)
+    if not report.changed:
+        _discard(run.target)
+        run.outcome = "replayed"
+        return
+    page = html_diff_path(run.trace.path)
+    write_diff_report(golden, refreshed, page)
+    _promote(run.target, run.trace.path)
+    run.outcome = "refreshed"
+    told = report.lines(None)[0].removeprefix(f"rewind: refreshed {run.shown}: ")
+    run.detail = f"{told}; diff beside it: {page.name}"
+
+
 def _failed_recording_note(run: _Run) -> str | None:
     """What ``_settle`` will do with the recording of a failed test, told in its report."""
+    if run.refreshing:
+        return f"rewind: the test failed while refreshing, so {run.shown} is unchanged."
     if not run.recording:
         return None
     if run.mode == "rewrite":
@@ -552,7 +602,7 @@ def pytest_runtest_makereport(
             report.sections.append(("rewind", note))
     if call.when == "teardown" and run.outcome:
         # Travels with the report (also from xdist workers) to the terminal summary.
-        report.rewind = {"trace": run.shown, "outcome": run.outcome}  # type: ignore[attr-defined]
+        report.rewind = {"trace": run.shown, "outcome": run.outcome, "detail": run.detail}  # type: ignore[attr-defined]
     return report
 
 
@@ -562,6 +612,8 @@ _LABELS = {
     "discarded": "not saved (the test failed while recording)",
     "skipped": "not saved (the test was skipped or xfailed)",
     "kept": "recorded from a failing run",
+    "refreshed": "refreshed",
+    "unrefreshed": "not refreshed (the test failed; the golden is unchanged)",
     "missing": "missing",
     "unreadable": "unreadable",
 }
@@ -591,8 +643,9 @@ class _Summary:
         terminalreporter.write_sep("-", "rewind golden traces")
         terminalreporter.write_line(", ".join(parts))
         for info in self.outcomes:
-            if info.get("outcome") in ("recorded", "kept", "discarded", "skipped"):
-                terminalreporter.write_line(f"  {_LABELS[info['outcome']]}: {info.get('trace')}")
+            if info.get("outcome") in ("recorded", "kept", "discarded", "skipped", "refreshed", "unrefreshed"):
+                detail = f" ({info['detail']})" if info.get("detail") else ""
+                terminalreporter.write_line(f"  {_LABELS[info['outcome']]}: {info.get('trace')}{detail}")
 
 
 # --------------------------------------------------------------------------- resilience tests

@@ -63,4 +63,13 @@ def forked(status: Mapping[str, Any], shown: str, at: int, save_as: str | None =
     return text + (f", saved to {save_as}" if save_as is not None else "")
 
 
-__all__ = ["failed_steps", "forked", "plural", "recorded", "replayed"]
+def refreshed(status: Mapping[str, Any], shown: str, save_as: str | None) -> str:
+    """``rewind: refreshed run.rewind from step 3: 3 steps replayed, 2 live, saved to new.rewind``."""
+    text = (
+        f"rewind: refreshed {shown} from step {status.get('live_from')}: "
+        f"{plural(int(status.get('served') or 0), 'step')} replayed, {int(status.get('recorded') or 0)} live"
+    )
+    return text + (f", saved to {save_as}" if save_as is not None else "")
+
+
+__all__ = ["failed_steps", "forked", "plural", "recorded", "refreshed", "replayed"]

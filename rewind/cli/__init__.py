@@ -33,6 +33,7 @@ COMMANDS: dict[str, str] = {
     "record": ".record",
     "replay": ".replay",
     "fork": ".fork",
+    "refresh": ".refresh",
     "mutate": ".mutate",
     "import": ".import_",
     "check": ".check",

@@ -16,11 +16,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
-from typing import Any
+from typing import IO, Any
 
 import click
 
@@ -92,16 +93,27 @@ def _parent_stands_aside(child: subprocess.Popen[bytes]) -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous_term)
 
 
-def run_child(argv: Sequence[str], session: Mapping[str, str]) -> Outcome:
-    """Run ``argv`` with the session's variables; wait for it and read its status file."""
+def run_child(
+    argv: Sequence[str], session: Mapping[str, str], *, stdout: IO[bytes] | None = None, stderr: IO[bytes] | None = None
+) -> Outcome:
+    """Run ``argv`` with the session's variables; wait for it and read its status file.
+
+    ``stdout``/``stderr`` (open files) capture the child's output instead of sharing ours.
+    """
     folder = tempfile.mkdtemp(prefix="rewind-cli-")
     status_file = os.path.join(folder, "status.json")
     try:
         try:
-            child = subprocess.Popen(list(argv), env=child_environment(session, status_file))
+            child = subprocess.Popen(
+                list(argv), env=child_environment(session, status_file), stdout=stdout, stderr=stderr
+            )
         except OSError as exc:
             raise CliError(f"{argv[0]}: cannot run it ({exc.strerror or exc})") from None
-        with _parent_stands_aside(child):
+        if threading.current_thread() is threading.main_thread():
+            with _parent_stands_aside(child):
+                returncode = child.wait()
+        else:
+            # Signal handlers belong to the main thread; one of several parallel runs just waits.
             returncode = child.wait()
         return Outcome(_shell_status(returncode), _read_status(status_file))
     finally:
@@ -127,7 +139,7 @@ def finish(ctx: click.Context, outcome: Outcome, *, summary: Callable[[dict[str,
     status = outcome.status
     if status is None:
         if outcome.returncode == 0:
-            _say(
+            say(
                 "rewind: error: the command finished without opening a rewind session; run a Python "
                 "program (python agent.py) whose interpreter has agent-rewind-otel installed"
             )
@@ -138,16 +150,16 @@ def finish(ctx: click.Context, outcome: Outcome, *, summary: Callable[[dict[str,
         divergence = status.get("divergence")
         if status.get("reported") and isinstance(divergence, dict):
             # The program died of it: its traceback showed the whole report already.
-            _say(f"rewind: replay diverged at step {divergence.get('step')} ({divergence.get('reason')}); see above")
+            say(f"rewind: replay diverged at step {divergence.get('step')} ({divergence.get('reason')}); see above")
         else:
-            _say(error if error.startswith("rewind:") else f"rewind: {error}")
+            say(error if error.startswith("rewind:") else f"rewind: {error}")
         ctx.exit(outcome.returncode or EXIT_SESSION_FAILED)
     if not quiet:
-        _say(summary(status))
+        say(summary(status))
     ctx.exit(outcome.returncode)
 
 
-def _say(text: str) -> None:
+def say(text: str) -> None:
     # A session error can quote recorded text (a divergence shows the recorded request).
     click.echo(inert(text, keep_newlines=True), err=True)
     sys.stderr.flush()

@@ -11,6 +11,7 @@ from .. import summary
 from ..what_if import THEN, EditError, edited_event, load_edit_file
 from ._common import CliError, open_trace
 from ._run import CHILD_CONTEXT, check_callable_spec, check_command, finish, run_child
+from ._runs import check_runs_options, child_attempt, runs_options, verdict
 
 
 def _same_path(a: str, b: str) -> bool:
@@ -49,6 +50,7 @@ def _same_path(a: str, b: str) -> bool:
 @click.option("--redact", metavar="MODULE:FUNCTION", help="Scrub the payloads of live steps with this function.")
 @click.option("--normalize", metavar="MODULE:FUNCTION", help="The identity normalizer the run was recorded with.")
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing of ours when the run succeeds.")
+@runs_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
 @click.pass_context
 def command(
@@ -63,6 +65,7 @@ def command(
     normalize: str | None,
     quiet: bool,
     command: tuple[str, ...],
+    **many: Any,
 ) -> None:
     """Run CMD with steps before STEP served from TRACE, then live.
 
@@ -72,10 +75,20 @@ def command(
     The saved fork (--save-as) records the edit in its header: `rewind show` and
     `rewind diff` name it.
 
+    With --runs K the live part runs K times (-j J at a time), each run saved
+    in --runs-dir; the runs are grouped by how they ended (exit status, last
+    line of output, the step where they part from the most common run) and a
+    success rate is printed with its 95% Wilson interval (--expect-exit,
+    --expect-output, --expect; default: exit status 0).
+
     \b
     Exit status: CMD's own; 1 when CMD succeeded but the replayed prefix
     diverged; 2 bad usage or input (a missing step, an edit that is not JSON).
+    With --runs: 0 once the verdict is printed, whatever it says.
     """
+    check_runs_options(many)
+    if many["runs"] is not None and save_as is not None:
+        raise CliError("--save-as names one run; with --runs each run is saved in --runs-dir")
     argv = check_command(command)
     if then is not None and edit_path is None:
         raise CliError("--then applies to --edit FILE (a plain fork always runs live)")
@@ -108,6 +121,11 @@ def command(
         session["REWIND_REDACT"] = redact
     if normalize:
         session["REWIND_NORMALIZE"] = normalize
+
+    if many["runs"] is not None:
+        where = f"forked at step {at}" + (f" with the edit in {edit_path}" if edit_path is not None else "")
+        attempt = child_attempt(argv, lambda trace: {**session, "REWIND_SAVE_AS": str(trace.absolute())})
+        verdict(ctx, attempt, trace_path=trace_path, where=where, **many)
 
     def report(status: dict[str, Any]) -> str:
         line = summary.forked(status, trace_path, live_from, save_as)

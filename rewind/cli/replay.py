@@ -11,6 +11,7 @@ from .. import summary
 from ..policy import ReplayPolicy
 from ._common import CliError, open_trace
 from ._run import CHILD_CONTEXT, check_callable_spec, check_command, finish, run_child
+from ._runs import check_runs_options, child_attempt, runs_options, verdict
 
 STRATEGIES = ("strict", "ordered", "fuzzy", "parallel")
 
@@ -95,6 +96,7 @@ def _same_path(a: str, b: str) -> bool:
     "--allow-host", "allow_hosts", multiple=True, metavar="HOST", help="With --network block: keep HOST reachable."
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing of ours when the run succeeds.")
+@runs_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
 @click.pass_context
 def command(
@@ -115,18 +117,27 @@ def command(
     allow_hosts: tuple[str, ...],
     quiet: bool,
     command: tuple[str, ...],
+    **many: Any,
 ) -> None:
     """Run CMD offline, every recorded call answered from TRACE.
 
     CMD is the program that was recorded (`rewind record TRACE -- CMD`), unmodified.
     A call that does not match the recording raises DivergenceError in CMD; even
     if CMD catches it, this command prints the divergence and fails. With
-    --fork-at STEP, steps before STEP are replayed and the rest runs live.
+    --fork-at STEP, steps before STEP are replayed and the rest runs live;
+    add --runs K to run that live part K times and judge the runs (see
+    `rewind fork --help`).
 
     \b
     Exit status: CMD's own; 1 when CMD succeeded but the replay diverged (or
     left steps unserved with --require-full-consumption); 2 bad usage or input.
     """
+    check_runs_options(many)
+    if many["runs"] is not None:
+        if fork_at is None:
+            raise CliError("--runs needs --fork-at STEP: a plain replay has no live part to run many times")
+        if save_as is not None:
+            raise CliError("--save-as names one run; with --runs each run is saved in --runs-dir")
     argv = check_command(command)
     try:
         policy = ReplayPolicy.of(
@@ -185,6 +196,10 @@ def command(
         session["REWIND_NETWORK"] = "block"
         if allow_hosts:
             session["REWIND_ALLOW_HOSTS"] = ",".join(allow_hosts)
+
+    if many["runs"] is not None:
+        attempt = child_attempt(argv, lambda trace: {**session, "REWIND_SAVE_AS": str(trace.absolute())})
+        verdict(ctx, attempt, trace_path=trace_path, where=f"forked at step {fork_at}", **many)
 
     def report(status: dict[str, Any]) -> str:
         if fork_at is None:

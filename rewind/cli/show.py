@@ -35,10 +35,14 @@ def header_lines(trace: Trace, out: Output) -> list[str]:
         lines.append(f"meta: {compact(meta, 160)}")
     forked = head.get("forked_from")
     if isinstance(forked, dict):
-        lines.append(f"forked from {compact(forked.get('path'), 200)} at step {compact(forked.get('at'), 20)}")
-        edit = edit_provenance(trace)
-        if edit:
-            lines.append(inert(edit))
+        if forked.get("refresh") is True:
+            # A refresh has no fixed fork point: it went live where the run first diverged.
+            lines.append(f"refreshed from {compact(forked.get('path'), 200)} (kept the steps marked ↺)")
+        else:
+            lines.append(f"forked from {compact(forked.get('path'), 200)} at step {compact(forked.get('at'), 20)}")
+            edit = edit_provenance(trace)
+            if edit:
+                lines.append(inert(edit))
     hybrid = hybrid_provenance(trace)
     if hybrid:
         lines.append(inert("this run " + hybrid))

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 
 import click
 
 from .._escape import inert
 from .._preview import clip, error_line
-from ..accounting import PRICES_CHECKED, Accounting, ModelPrice, ModelUsage, account, load_prices, parse_price
+from ..accounting import (
+    PRICES_CHECKED,
+    Accounting,
+    ModelPrice,
+    ModelUsage,
+    account,
+    format_cost,
+    load_prices,
+    parse_price,
+)
 from ..trace import KINDS, Trace
 from ._common import CliError, Output, get_output, open_trace
 from .show import header_lines
@@ -19,13 +27,7 @@ def _seconds(ms: float) -> str:
     return f"{ms:.1f} ms" if ms < 1000 else f"{ms / 1000:.2f} s"
 
 
-def _money(cost: float) -> str:
-    if cost >= 100:
-        return f"${cost:,.2f}"
-    if 0 < cost < 0.0001:
-        # Two significant digits: a tiny cost is not "$0.0000".
-        return f"${cost:.{1 - math.floor(math.log10(cost))}f}"
-    return f"${cost:.4f}"
+_money = format_cost
 
 
 def activity_lines(trace: Trace) -> list[str]:

@@ -102,7 +102,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="0 picks a free port (default %(default)s)")
     parser.add_argument("--latency", type=float, default=0.0, help="seconds to wait before each answer")
     parser.add_argument("--jitter", type=float, default=0.0, help="extra random wait of up to this many seconds")
-    parser.add_argument("--seed", type=int, default=0, help="seed for the jitter")
+    parser.add_argument("--seed", type=int, default=0, help="seed for the jitter and for one_of turns")
     parser.add_argument("--stream-delay", type=float, default=0.0, help="seconds between streamed events")
     parser.add_argument("--script", help="JSON file holding a list of scripted turns")
     parser.add_argument(

@@ -248,14 +248,14 @@ class StubServer:
         with self._lock:
             if self.script_mode == "conversation":
                 index = conv.model_turns()
-                return self._turns[index] if index < len(self._turns) else None
+                return self._turns[index].pick(self._rng) if index < len(self._turns) else None
             if not self._script:
                 return None
             turn = self._script.popleft()
             if not self._script:
                 # Not silent: a second run of an agent would otherwise get default answers unnoticed.
                 _log.info("script used up after %d turns; the default brain answers from now on", len(self._turns))
-            return turn
+            return turn.pick(self._rng)
 
     def _pop_failure(self) -> ErrorSpec | None:
         with self._lock:

@@ -94,6 +94,8 @@ class WhatIfMatcher:
         self._live = False
         #: Index of the recorded step where the run went live (``None`` while it replays).
         self.live_from: int | None = None
+        #: Why it went live there, when a request stopped matching the recording.
+        self.divergence: DivergenceError | None = None
         #: The changes served so far, in order (their labels).
         self.served_changes: list[str] = []
 
@@ -107,6 +109,7 @@ class WhatIfMatcher:
         self._faulted = None
         self._live = False
         self.live_from = None
+        self.divergence = None
         self.served_changes = []
 
     # -- a plain replay: every call is answered from the recording (or diverges) --------
@@ -138,11 +141,12 @@ class WhatIfMatcher:
             return self._go_live()
         try:
             recorded = self.inner.match(index, call, trace)
-        except DivergenceError:
+        except DivergenceError as error:
             moved_on = self._past_fault(index, call, trace)
             if moved_on is not None:
                 return moved_on
             if may_go_live:
+                self.divergence = error
                 return self._go_live()
             raise
         self._faulted = None

@@ -31,10 +31,16 @@ def hybrid_provenance(trace: Any) -> str | None:
 
 
 def edit_provenance(trace: Any) -> str | None:
-    """``"is a fork of A whose step 3 was edited (…), then live"``, or ``None``."""
+    """``"is a fork of A whose step 3 was edited (…), then live"`` (or the story of a
+    refresh), or ``None``."""
     header = getattr(trace, "header", None)
     forked = header.get("forked_from") if isinstance(header, dict) else None
     edit = forked.get("edit") if isinstance(forked, dict) else None
+    if isinstance(forked, dict) and forked.get("refresh") is True:
+        return (
+            f"is a refresh of {compact(forked.get('path'), 200)}: its steps were replayed while the requests "
+            "matched, the rest recorded live"
+        )
     if not isinstance(forked, dict) or not isinstance(edit, dict):
         return None
     then = (
