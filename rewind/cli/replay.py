@@ -125,19 +125,17 @@ def command(
     A call that does not match the recording raises DivergenceError in CMD; even
     if CMD catches it, this command prints the divergence and fails. With
     --fork-at STEP, steps before STEP are replayed and the rest runs live;
-    add --runs K to run that live part K times and judge the runs (see
-    `rewind fork --help`).
+    with --live CALLS, those calls run live and the rest is served (a hybrid
+    replay). Add --runs K to run the live part K times and judge the runs
+    (see `rewind fork --help`).
 
     \b
     Exit status: CMD's own; 1 when CMD succeeded but the replay diverged (or
     left steps unserved with --require-full-consumption); 2 bad usage or input.
     """
     check_runs_options(many)
-    if many["runs"] is not None:
-        if fork_at is None:
-            raise CliError("--runs needs --fork-at STEP: a plain replay has no live part to run many times")
-        if save_as is not None:
-            raise CliError("--save-as names one run; with --runs each run is saved in --runs-dir")
+    if many["runs"] is not None and save_as is not None:
+        raise CliError("--save-as names one run; with --runs each run is saved in --runs-dir")
     argv = check_command(command)
     try:
         policy = ReplayPolicy.of(
@@ -150,6 +148,10 @@ def command(
         # The policy speaks of replay()'s arguments; name this command's options.
         message = str(exc).replace("never_live=", "--never-live").replace("live=", "--live")
         raise CliError(message.replace("model_map:", "--model:")) from None
+    if many["runs"] is not None and fork_at is None and not policy.live:
+        raise CliError(
+            "--runs needs a live part to run many times: --fork-at STEP, or --live CALLS (a hybrid replay)"
+        )
     if policy.hybrid and fork_at is not None:
         raise CliError("--live and --on-missing live apply to a plain replay: a fork runs everything after STEP live")
     if policy.model_map and not policy.live:
@@ -199,7 +201,8 @@ def command(
 
     if many["runs"] is not None:
         attempt = child_attempt(argv, lambda trace: {**session, "REWIND_SAVE_AS": str(trace.absolute())})
-        verdict(ctx, attempt, trace_path=trace_path, where=f"forked at step {fork_at}", **many)
+        where = f"forked at step {fork_at}" if fork_at is not None else f"with {', '.join(live)} live"
+        verdict(ctx, attempt, trace_path=trace_path, where=where, **many)
 
     def report(status: dict[str, Any]) -> str:
         if fork_at is None:

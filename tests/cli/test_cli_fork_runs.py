@@ -144,4 +144,25 @@ def test_replay_fork_at_takes_runs_too(run_cli: RunCli, golden: Path, tmp_path: 
     verdict = json.loads(result.stdout)
     assert sorted(r["final_output"] for r in verdict["results"]) == sorted(_expected_answers(2))
     plain = run_cli("replay", golden, "--runs", 2, "--", sys.executable, AGENT)
-    assert plain.returncode == 2 and "--runs needs --fork-at STEP" in plain.stderr
+    assert plain.returncode == 2 and "--runs needs a live part" in plain.stderr
+
+
+def test_replay_live_llm_takes_runs_with_the_tools_served(run_cli: RunCli, golden: Path, tmp_path: Path) -> None:
+    """A hybrid replay's live part (every model call) run K times: the tools are served in each run."""
+    runs = 4
+    expected = _expected_answers(runs)
+    with StubServer(script=SCRIPT, script_mode="conversation", seed=SEED) as server:
+        result = run_cli(
+            "replay", golden, "--live", "llm", "--runs", runs, "-j", 2, "--expect-output", "Paris only",
+            "--json", "--", sys.executable, AGENT, env=_env(server),
+        )  # fmt: skip
+        assert server.request_count == 2 * runs  # both model calls of every run went live
+    assert result.returncode == 0, result.stderr
+    verdict = json.loads(result.stdout)
+    assert verdict["runs"] == runs and verdict["successes"] == expected.count(ANSWERS[0])
+    assert sorted(r["final_output"] for r in verdict["results"]) == sorted(expected)
+    for number in range(1, runs + 1):
+        trace = Trace.load(tmp_path / "golden.runs" / f"run-{number:03d}.rewind")
+        served = [(e.kind, e.live) for e in trace.events]
+        assert served == [("llm", True), ("tool", False), ("tool", False), ("llm", True)]
+
