@@ -1,0 +1,134 @@
+"""Forwarding one request to the real provider, and reading its answer as it arrives.
+
+Plain ``http.client`` (no new dependency): the proxy asks for an uncompressed body
+(``accept-encoding: identity``) so it can record what it relays, and reads a stream with
+``read1``, which hands over whatever bytes have arrived, so each server-sent event
+reaches the agent as soon as the provider sends it.
+"""
+
+from __future__ import annotations
+
+import http.client
+import ssl
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from rewind.errors import RewindError
+
+#: Headers that describe one hop, not the message (RFC 9110 §7.6.1), plus the ones the
+#: proxy sets itself (the body's length and encoding, the upstream's host).
+HOP_HEADERS = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "content-encoding",
+        "accept-encoding",
+    }
+)
+
+
+class UpstreamConfigError(RewindError, ValueError):
+    """An ``--upstream`` that is not ``provider=URL`` with an http(s) URL."""
+
+
+def parse_upstreams(specs: Mapping[str, str] | list[str] | tuple[str, ...]) -> dict[str, str]:
+    """``["openai=http://…", …]`` (or a mapping) as ``{provider: base URL}``, checked."""
+    from ._routes import DEFAULT_UPSTREAMS
+
+    pairs: list[tuple[str, str]] = []
+    if isinstance(specs, Mapping):
+        pairs = [(str(k), str(v)) for k, v in specs.items()]
+    else:
+        for spec in specs:
+            provider, sep, url = spec.partition("=")
+            if not sep:
+                raise UpstreamConfigError(f"--upstream takes provider=URL (e.g. openai=http://127.0.0.1:8765/v1), not {spec!r}")
+            pairs.append((provider.strip(), url.strip()))
+    out: dict[str, str] = {}
+    for provider, url in pairs:
+        if provider not in DEFAULT_UPSTREAMS:
+            known = ", ".join(sorted(DEFAULT_UPSTREAMS))
+            raise UpstreamConfigError(f"unknown provider {provider!r} in --upstream; the proxy knows {known}")
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UpstreamConfigError(f"--upstream {provider}={url}: the URL must start with http:// or https:// and name a host")
+        out[provider] = url.rstrip("/")
+    return out
+
+
+@dataclass
+class Reply:
+    """The provider's answer: its status and headers now, its body as it arrives."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    response: http.client.HTTPResponse
+    connection: http.client.HTTPConnection
+
+    def header(self, name: str) -> str | None:
+        lowered = name.lower()
+        for key, value in self.headers:
+            if key.lower() == lowered:
+                return value
+        return None
+
+    @property
+    def is_sse(self) -> bool:
+        return (self.header("content-type") or "").lower().startswith("text/event-stream")
+
+    def read_all(self) -> bytes:
+        return self.response.read()
+
+    def pieces(self) -> Iterator[bytes]:
+        """The body in the pieces it arrives in."""
+        while True:
+            piece = self.response.read1(65536)
+            if not piece:
+                return
+            yield piece
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def forward(
+    base_url: str,
+    method: str,
+    path_and_query: str,
+    headers: list[tuple[str, str]],
+    body: bytes,
+    *,
+    timeout: float = 600.0,
+) -> Reply:
+    """Send the agent's request to ``base_url`` + ``path_and_query``; raises ``OSError`` if unreachable."""
+    parts = urlsplit(base_url)
+    connection: http.client.HTTPConnection
+    if parts.scheme == "https":
+        connection = http.client.HTTPSConnection(
+            parts.hostname or "", parts.port, timeout=timeout, context=ssl.create_default_context()
+        )
+    else:
+        connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=timeout)
+    target = parts.path.rstrip("/") + path_and_query
+    sent = [(k, v) for k, v in headers if k.lower() not in HOP_HEADERS]
+    sent.append(("Accept-Encoding", "identity"))
+    try:
+        connection.putrequest(method, target, skip_accept_encoding=True)
+        for key, value in sent:
+            connection.putheader(key, value)
+        connection.putheader("Content-Length", str(len(body)))
+        connection.endheaders(body)
+        response = connection.getresponse()
+    except BaseException:
+        connection.close()
+        raise
+    return Reply(response.status, list(response.getheaders()), response, connection)
