@@ -68,7 +68,9 @@ def record(call: Call, matched: Matched, send: Callable[[], Reply], sink: Sink) 
             reply = send()
         except OSError as exc:
             _record_failure(call, exc)
-            answer_json(sink, 502, proxy_error(f"rewind proxy: the {matched.route.provider} upstream is unreachable: {exc}"))
+            answer_json(
+                sink, 502, proxy_error(f"rewind proxy: the {matched.route.provider} upstream is unreachable: {exc}")
+            )
             return
     try:
         if reply.status >= 400:
@@ -93,7 +95,12 @@ def _relay_json(call: Call, matched: Matched, reply: Reply, sink: Sink) -> None:
     request_id = reply.header("x-request-id") or reply.header("request-id")
     if request_id:
         extra["request_id"] = request_id  # type: ignore[assignment]
-    _finish(lambda: call.succeed(data, extra=call.redacted(extra, "extra"), attributes=_attributes(matched, data), converted=True), call)
+    _finish(
+        lambda: call.succeed(
+            data, extra=call.redacted(extra, "extra"), attributes=_attributes(matched, data), converted=True
+        ),
+        call,
+    )
 
 
 def _relay_stream(call: Call, matched: Matched, reply: Reply, sink: Sink) -> None:
@@ -119,7 +126,10 @@ def _relay_stream(call: Call, matched: Matched, reply: Reply, sink: Sink) -> Non
     stream = {"chunks": chunks, "truncated": not complete}
     if failure is not None:
         sink.abort()  # the agent sees the body stop short, as it would have without the proxy
-        _finish(lambda: call.fail(failure, error=encode_error(failure), extra=call.redacted({"stream": stream}, "extra")), call)
+        _finish(
+            lambda: call.fail(failure, error=encode_error(failure), extra=call.redacted({"stream": stream}, "extra")),
+            call,
+        )
         return
     surface = route.surface(matched.streaming)
     summary = surface.provider.stream_summary(surface, chunks) if surface is not None else None

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any, TextIO
+from typing import Any
 from urllib.parse import urlsplit
 
 from rewind._escape import inert
@@ -135,7 +135,7 @@ class Proxy:
 
     def base_url(self, provider: str) -> str:
         """The base URL an SDK of ``provider`` is given to talk through the proxy."""
-        for variable, (name, suffix) in BASE_URL_VARIABLES.items():
+        for name, suffix in BASE_URL_VARIABLES.values():
             if name == provider:
                 return self.url + suffix
         raise KeyError(f"unknown provider {provider!r}; the proxy knows {', '.join(sorted(self.upstreams))}")
@@ -346,7 +346,9 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             reply = forward(upstream, self.command, target, list(self.headers.items()), raw)
         except OSError as exc:
-            _exchange.answer_json(self, 502, _exchange.proxy_error(f"rewind proxy: the {provider} upstream is unreachable: {exc}"))
+            _exchange.answer_json(
+                self, 502, _exchange.proxy_error(f"rewind proxy: the {provider} upstream is unreachable: {exc}")
+            )
             return
         try:
             data = reply.read_all()
@@ -386,5 +388,3 @@ def _ok(proxy: Proxy, seq: int) -> bool:
 
 def _ms(started: float) -> str:
     return f"{(time.perf_counter() - started) * 1000:.1f} ms"
-
-

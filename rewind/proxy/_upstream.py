@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import http.client
 import ssl
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -40,7 +40,7 @@ class UpstreamConfigError(RewindError, ValueError):
     """An ``--upstream`` that is not ``provider=URL`` with an http(s) URL."""
 
 
-def parse_upstreams(specs: Mapping[str, str] | list[str] | tuple[str, ...]) -> dict[str, str]:
+def parse_upstreams(specs: Mapping[str, str] | Sequence[str]) -> dict[str, str]:
     """``["openai=http://…", …]`` (or a mapping) as ``{provider: base URL}``, checked."""
     from ._routes import DEFAULT_UPSTREAMS
 
@@ -51,7 +51,9 @@ def parse_upstreams(specs: Mapping[str, str] | list[str] | tuple[str, ...]) -> d
         for spec in specs:
             provider, sep, url = spec.partition("=")
             if not sep:
-                raise UpstreamConfigError(f"--upstream takes provider=URL (e.g. openai=http://127.0.0.1:8765/v1), not {spec!r}")
+                raise UpstreamConfigError(
+                    f"--upstream takes provider=URL (e.g. openai=http://127.0.0.1:8765/v1), not {spec!r}"
+                )
             pairs.append((provider.strip(), url.strip()))
     out: dict[str, str] = {}
     for provider, url in pairs:
@@ -60,7 +62,9 @@ def parse_upstreams(specs: Mapping[str, str] | list[str] | tuple[str, ...]) -> d
             raise UpstreamConfigError(f"unknown provider {provider!r} in --upstream; the proxy knows {known}")
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise UpstreamConfigError(f"--upstream {provider}={url}: the URL must start with http:// or https:// and name a host")
+            raise UpstreamConfigError(
+                f"--upstream {provider}={url}: the URL must start with http:// or https:// and name a host"
+            )
         out[provider] = url.rstrip("/")
     return out
 
