@@ -1,0 +1,464 @@
+"""``rewind.proxy``: real SDK clients and curl over real HTTP, the stub server as the provider."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+
+import rewind
+from rewind.errors import FuzzyMatchWarning, ReplayDriftWarning, UnconsumedEventsWarning
+from rewind.proxy import DIVERGENCE_STATUS, Proxy, UpstreamConfigError
+from rewind.stub_server import StubServer
+from rewind.trace import Trace
+
+CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+
+
+def _openai(proxy: Proxy, key: str = "sk-proxy-SECRET") -> openai.OpenAI:
+    return openai.OpenAI(base_url=proxy.base_url("openai"), api_key=key, max_retries=0)
+
+
+def _anthropic(proxy: Proxy, key: str = "sk-ant-SECRET") -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=proxy.base_url("anthropic"), api_key=key, max_retries=0)
+
+
+def _run_openai_agent(client: openai.OpenAI, claude: anthropic.Anthropic) -> dict[str, Any]:
+    """One of each OpenAI and Anthropic call shape, what the agent got from each."""
+    out: dict[str, Any] = {}
+    out["chat"] = client.chat.completions.create(**CHAT).choices[0].message.content
+    stream = client.chat.completions.create(**CHAT, stream=True)
+    out["deltas"] = [c.choices[0].delta.content for c in stream if c.choices]
+    out["responses"] = client.responses.create(model="gpt-4o-mini", input="hello").output_text
+    with client.responses.stream(model="gpt-4o-mini", input="streamed") as events:
+        out["responses_stream"] = events.get_final_response().output_text
+    out["embedding"] = client.embeddings.create(model="text-embedding-3-small", input="hello").data[0].embedding
+    message = claude.messages.create(model="claude-stub", max_tokens=64, messages=[{"role": "user", "content": "hi"}])
+    out["claude"] = message.content[0].text
+    with claude.messages.stream(
+        model="claude-stub", max_tokens=64, messages=[{"role": "user", "content": "stream"}]
+    ) as text:
+        out["claude_stream"] = "".join(text.text_stream)
+    return out
+
+
+def test_record_then_replay_with_no_upstream(stub: StubServer, upstreams, proxies, trace_path: Path) -> None:
+    proxy = proxies(trace_path, upstreams=upstreams)
+    live = _run_openai_agent(_openai(proxy), _anthropic(proxy))
+    proxy.stop()
+    recorded = stub.request_count
+    stub.stop()  # the replay has no upstream at all
+
+    replayer = proxies(trace_path, mode="replay", upstreams={"openai": "http://127.0.0.1:9"})
+    assert _run_openai_agent(_openai(replayer, key="any"), _anthropic(replayer, key="any")) == live
+    replayer.stop()
+    assert recorded == 7
+    names = [e.name for e in Trace.open(trace_path).events]
+    assert names == [
+        "openai.chat.completions.create",
+        "openai.chat.completions.create",
+        "openai.responses.create",
+        "openai.responses.create",
+        "openai.embeddings.create",
+        "anthropic.messages.create",
+        "anthropic.messages.create",
+    ]
+    assert all("replayed step" in line for line in replayer.lines)  # type: ignore[attr-defined]
+
+
+def _sdk_run(client: openai.OpenAI, claude: anthropic.Anthropic) -> dict[str, Any]:
+    out: dict[str, Any] = {"chat": client.chat.completions.create(**CHAT).choices[0].message.content}
+    out["deltas"] = [
+        c.choices[0].delta.content for c in client.chat.completions.create(**CHAT, stream=True) if c.choices
+    ]
+    out["responses"] = client.responses.create(model="gpt-4o-mini", input="hello").output_text
+    with claude.messages.stream(model="claude-stub", max_tokens=64, messages=[{"role": "user", "content": "hi"}]) as s:
+        out["claude_stream"] = "".join(s.text_stream)
+    try:
+        client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "fail"}])
+    except openai.RateLimitError as exc:
+        out["error"] = (type(exc).__name__, exc.status_code, exc.response.headers.get("retry-after"))
+    return out
+
+
+@pytest.fixture
+def patched_sdks():
+    unpatch = rewind.auto_patch("openai", "anthropic")
+    yield
+    unpatch()
+
+
+def test_same_call_same_step_both_ways(stub: StubServer, upstreams, proxies, tmp_path: Path, patched_sdks) -> None:
+    """The Python SDK's trace replays through the proxy, and the proxy's trace replays in the Python SDK."""
+    by_sdk, by_proxy = tmp_path / "sdk.rewind", tmp_path / "proxy.rewind"
+    rate_limited = {"status": 429, "headers": {"retry-after": "7"}}
+
+    stub.add_script("Echo: hi", "streamed answer", "Echo: hello", "claude", {"error": rate_limited})
+    with rewind.record(by_sdk):  # the instrumentors record (no proxy)
+        sdk_live = _sdk_run(
+            openai.OpenAI(base_url=stub.openai_base_url, api_key="k", max_retries=0),
+            anthropic.Anthropic(base_url=stub.anthropic_base_url, api_key="k", max_retries=0),
+        )
+    stub.reset()
+    stub.add_script("Echo: hi", "streamed answer", "Echo: hello", "claude", {"error": rate_limited})
+    proxy = proxies(by_proxy, upstreams=upstreams)  # the proxy records (no session in this thread)
+    proxy_live = _sdk_run(_openai(proxy), _anthropic(proxy))
+    proxy.stop()
+    assert proxy_live == sdk_live
+    assert sdk_live["error"] == ("RateLimitError", 429, "7")
+
+    sdk_events, proxy_events = Trace.open(by_sdk).events, Trace.open(by_proxy).events
+    assert [(e.kind, e.name, e.fingerprint) for e in proxy_events] == [
+        (e.kind, e.name, e.fingerprint) for e in sdk_events
+    ]
+    assert [e.request for e in proxy_events] == [e.request for e in sdk_events]
+    assert [e.ok for e in proxy_events] == [True, True, True, True, False]
+    assert proxy_events[4].error["type"] == sdk_events[4].error["type"] == "openai.RateLimitError"
+    stub.stop()
+
+    # The SDK's trace, through the proxy: the un-instrumented path (no session here) gets the same answers.
+    replayer = proxies(by_sdk, mode="replay")
+    assert _sdk_run(_openai(replayer), _anthropic(replayer)) == sdk_live
+    replayer.stop()
+    # The proxy's trace, in the Python SDK: the instrumentors answer from it, no server at all.
+    with rewind.replay(by_proxy):
+        assert _sdk_run(openai.OpenAI(api_key="k", max_retries=0), anthropic.Anthropic(api_key="k")) == sdk_live
+
+
+def _post(url: str, body: Any, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST")
+    request.add_header("content-type", "application/json")
+    for key, value in (headers or {}).items():
+        request.add_header(key, value)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
+
+
+def test_sse_framing_and_errors_replay_byte_for_byte(stub: StubServer, upstreams, proxies, trace_path: Path) -> None:
+    stub.add_script(
+        "one two",
+        "three",
+        {"error": {"status": 429, "headers": {"retry-after": "3"}, "message": "slow down"}},
+    )
+    proxy = proxies(trace_path, upstreams=upstreams)
+    chat = _post(proxy.base_url("openai") + "/chat/completions", {**CHAT, "stream": True})
+    claude = _post(
+        proxy.url + "/v1/messages",
+        {"model": "claude-stub", "max_tokens": 9, "stream": True, "messages": [{"role": "user", "content": "x"}]},
+        {"anthropic-version": "2023-06-01"},
+    )
+    limited = _post(proxy.base_url("openai") + "/chat/completions", CHAT)
+    proxy.stop()
+    stub.stop()
+    assert chat[1]["content-type"].startswith("text/event-stream") and chat[2].endswith(b"data: [DONE]\n\n")
+    assert b"event: message_start\ndata: " in claude[2]
+    assert limited[0] == 429
+
+    replayer = proxies(trace_path, mode="replay")
+    assert _post(replayer.base_url("openai") + "/chat/completions", {**CHAT, "stream": True})[2] == chat[2]
+    claude_again = _post(
+        replayer.url + "/v1/messages",
+        {"model": "claude-stub", "max_tokens": 9, "stream": True, "messages": [{"role": "user", "content": "x"}]},
+    )
+    assert claude_again[2] == claude[2]
+    status, headers, body = _post(replayer.base_url("openai") + "/chat/completions", CHAT)
+    replayer.stop()
+    assert (status, headers["retry-after"], json.loads(body)) == (429, "3", json.loads(limited[2]))
+    assert headers["x-request-id"] == limited[1]["x-request-id"]
+
+
+def test_credentials_are_never_written_and_replay_needs_no_key(
+    stub: StubServer, upstreams, proxies, trace_path: Path
+) -> None:
+    secrets = ["sk-Bearer-SECRET-1", "xapikey-SECRET-2", "azure-SECRET-3", "goog-SECRET-4", "query-SECRET-5"]
+    proxy = proxies(trace_path, upstreams=upstreams)
+    _post(proxy.base_url("openai") + "/chat/completions", CHAT, {"authorization": f"Bearer {secrets[0]}"})
+    _post(
+        proxy.url + "/v1/messages",
+        {"model": "claude-stub", "max_tokens": 9, "messages": [{"role": "user", "content": "x"}]},
+        {"x-api-key": secrets[1], "api-key": secrets[2], "anthropic-version": "2023-06-01"},
+    )
+    gemini = f"{proxy.url}/v1beta/models/gemini-2.0-flash:generateContent?key={secrets[4]}"
+    assert _post(gemini, {"contents": [{"parts": [{"text": "hi"}]}]}, {"x-goog-api-key": secrets[3]})[0] == 200
+    proxy.stop()
+    # The provider got every credential (the proxy forwards them) ...
+    seen = json.dumps([r.headers for r in stub.requests]) + json.dumps([r.path for r in stub.requests])
+    assert all(secret in seen for secret in secrets)
+    # ... and the trace holds none of them.
+    text = trace_path.read_text()
+    assert not [secret for secret in secrets if secret in text]
+    assert len(Trace.open(trace_path).events) == 3
+
+    replayer = proxies(trace_path, mode="replay")
+    assert _post(replayer.base_url("openai") + "/chat/completions", CHAT)[0] == 200  # no key at all
+    assert (
+        _post(
+            replayer.url + "/v1/messages",
+            {"model": "claude-stub", "max_tokens": 9, "messages": [{"role": "user", "content": "x"}]},
+        )[0]
+        == 200
+    )
+    assert (
+        _post(
+            replayer.url + "/v1beta/models/gemini-2.0-flash:generateContent",
+            {"contents": [{"parts": [{"text": "hi"}]}]},
+        )[0]
+        == 200
+    )
+    replayer.stop()
+
+
+def test_divergence_is_an_http_error_the_sdk_raises(stub: StubServer, upstreams, proxies, trace_path: Path) -> None:
+    proxy = proxies(trace_path, upstreams=upstreams)
+    _openai(proxy).chat.completions.create(**CHAT)
+    proxy.stop()
+
+    replayer = proxies(trace_path, mode="replay")
+    client = openai.OpenAI(base_url=replayer.base_url("openai"), api_key="k")  # default retries: none happen
+    with pytest.raises(openai.UnprocessableEntityError) as caught:
+        client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "changed"}])
+    assert caught.value.status_code == DIVERGENCE_STATUS
+    body = caught.value.response.json()
+    assert body["error"]["step"] == 0
+    assert body["error"]["reason"] and body["error"]["hint"]
+    assert "replay diverged at step 0" in body["error"]["message"]
+    assert len(replayer.divergences) == 1  # asked once: the SDK did not retry
+    assert any("replay diverged at step 0" in line for line in replayer.lines)  # type: ignore[attr-defined]
+    with pytest.warns(UnconsumedEventsWarning):
+        replayer.stop()
+
+
+def test_concurrent_clients_matched_in_parallel(stub: StubServer, upstreams, proxies, trace_path: Path) -> None:
+    prompts = [f"agent {n}" for n in range(8)]
+    proxy = proxies(trace_path, upstreams=upstreams)
+    client = _openai(proxy)
+    live = {
+        p: client.chat.completions.create(model="m", messages=[{"role": "user", "content": p}])
+        .choices[0]
+        .message.content
+        for p in prompts
+    }
+    proxy.stop()
+
+    replayer = proxies(trace_path, mode="replay", match="parallel")
+    answers: dict[str, str | None] = {}
+    shuffled = random.Random(7).sample(prompts, len(prompts))
+
+    def ask(prompt: str) -> None:
+        reply = _openai(replayer).chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}])
+        answers[prompt] = reply.choices[0].message.content
+
+    threads = [threading.Thread(target=ask, args=(p,)) for p in shuffled]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+    replayer.stop()
+    assert answers == live
+    assert all(live[p] == f"Echo: {p}" for p in prompts)
+
+
+def test_ordered_and_fuzzy_matching(stub: StubServer, upstreams, proxies, trace_path: Path) -> None:
+    proxy = proxies(trace_path, upstreams=upstreams)
+    client = _openai(proxy)
+    for text in ("first question about flights", "second question about hotels"):
+        client.chat.completions.create(model="m", messages=[{"role": "user", "content": text}])
+    proxy.stop()
+
+    fuzzy = proxies(trace_path, mode="replay", match="fuzzy")
+    with pytest.warns(FuzzyMatchWarning, match="similarity"):  # said in the proxy's thread, as in an agent's
+        reply = _openai(fuzzy).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "second question about hotel"}]
+        )
+        assert reply.choices[0].message.content == "Echo: second question about hotels"
+        reply = _openai(fuzzy).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "first question about flight"}]
+        )
+    assert reply.choices[0].message.content == "Echo: first question about flights"
+    fuzzy.stop()
+
+    ordered = proxies(trace_path, mode="replay", match="ordered")
+    with pytest.warns(ReplayDriftWarning):  # served by position: the recorded first answer
+        reply = _openai(ordered).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "second question about hotels"}]
+        )
+    assert reply.choices[0].message.content == "Echo: first question about flights"
+    with pytest.warns(UnconsumedEventsWarning):
+        ordered.stop()
+
+
+def test_other_wire_formats_match_their_instrumentors(stub: StubServer, upstreams, proxies, tmp_path: Path) -> None:
+    """Mistral, Cohere and Gemini through the proxy: the names and requests their instrumentors record."""
+    import cohere
+    from google import genai
+    try:
+        from mistralai.client import Mistral  # 2.x
+    except ImportError:
+        from mistralai import Mistral  # type: ignore[attr-defined,no-redef]
+
+    def run(mistral_url: str, cohere_url: str, gemini_url: str) -> list[Any]:
+        m = Mistral(api_key="k", server_url=mistral_url)
+        c = cohere.ClientV2(api_key="k", base_url=cohere_url)
+        g = genai.Client(api_key="k", http_options={"base_url": gemini_url})
+        contents = [{"role": "user", "parts": [{"text": "hi"}]}]
+        return [
+            m.chat.complete(model="mistral-small", messages=[{"role": "user", "content": "hi"}])
+            .choices[0]
+            .message.content,
+            [
+                e.data.choices[0].delta.content
+                for e in m.chat.stream(model="mistral-small", messages=[{"role": "user", "content": "hi"}])
+            ],
+            c.chat(model="command-r", messages=[{"role": "user", "content": "hi"}]).message.content[0].text,
+            [e.type for e in c.chat_stream(model="command-r", messages=[{"role": "user", "content": "hi"}])],
+            g.models.generate_content(model="gemini-2.0-flash", contents=contents).text,
+            [r.text for r in g.models.generate_content_stream(model="gemini-2.0-flash", contents=contents)],
+        ]
+
+    sdk_trace, proxy_trace = tmp_path / "sdk.rewind", tmp_path / "proxy.rewind"
+    unpatch = rewind.auto_patch("mistral", "cohere", "gemini")
+    try:
+        with rewind.record(sdk_trace):
+            sdk_live = run(stub.mistral_base_url, stub.cohere_base_url, stub.gemini_base_url)
+    finally:
+        unpatch()
+    proxy = proxies(proxy_trace, upstreams=upstreams)
+    proxy_live = run(proxy.base_url("mistral"), proxy.base_url("cohere"), proxy.base_url("gemini"))
+    proxy.stop()
+    assert proxy_live == sdk_live
+    expected = [(e.name, e.fingerprint) for e in Trace.open(sdk_trace).events]
+    assert [(e.name, e.fingerprint) for e in Trace.open(proxy_trace).events] == expected
+    stub.stop()
+
+    replayer = proxies(sdk_trace, mode="replay")  # the SDKs' own trace answers them through the proxy
+    assert run(replayer.base_url("mistral"), replayer.base_url("cohere"), replayer.base_url("gemini")) == sdk_live
+    replayer.stop()
+
+
+def test_spans_per_call_like_the_instrumentors(run_python, stub: StubServer, tmp_path: Path) -> None:
+    result = run_python(
+        f"""
+        import json, openai
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from rewind.telemetry import TRACERS
+        from rewind.proxy import Proxy
+
+        memory = InMemorySpanExporter()
+        TRACERS.private_provider().add_span_processor(SimpleSpanProcessor(memory))
+        with Proxy({str(tmp_path / "run.rewind")!r}, upstreams={{"openai": {stub.openai_base_url!r}}}) as proxy:
+            client = openai.OpenAI(base_url=proxy.base_url("openai"), api_key="k", max_retries=0)
+            client.chat.completions.create(model="gpt-4o-mini", messages=[{{"role": "user", "content": "hi"}}])
+        spans = [s for s in memory.get_finished_spans() if "rewind.kind" in s.attributes]
+        print(json.dumps([[s.name, s.kind.name, dict(s.attributes)] for s in spans]))
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    [(name, kind, attrs)] = json.loads(result.stdout)
+    assert (name, kind) == ("chat gpt-4o-mini", "CLIENT")
+    assert attrs["gen_ai.provider.name"] == "openai"
+    assert attrs["gen_ai.operation.name"] == "chat"
+    assert attrs["rewind.name"] == "openai.chat.completions.create"
+    assert attrs["rewind.seq"] == 0 and attrs["rewind.proxy"] is True
+    assert attrs["gen_ai.usage.input_tokens"] >= 1
+    assert attrs["server.address"] == "127.0.0.1"
+
+
+def test_loopback_by_default_and_bad_upstreams(trace_path: Path) -> None:
+    with Proxy(str(trace_path)) as proxy:
+        assert proxy.host == "127.0.0.1"
+        assert proxy._httpd is not None and proxy._httpd.server_address[0] == "127.0.0.1"
+    with pytest.raises(UpstreamConfigError, match="provider=URL"):
+        Proxy(str(trace_path), upstreams=["openai"])
+    with pytest.raises(UpstreamConfigError, match="unknown provider 'opneai'"):
+        Proxy(str(trace_path), upstreams=["opneai=http://x"])
+    with pytest.raises(UpstreamConfigError, match="http:// or https://"):
+        Proxy(str(trace_path), upstreams=["openai=ftp://x"])
+
+
+def test_unreachable_upstream_is_a_recorded_step_and_a_502(proxies, trace_path: Path) -> None:
+    proxy = proxies(trace_path, upstreams={"openai": "http://127.0.0.1:9/v1"})
+    with pytest.raises(openai.InternalServerError) as caught:
+        _openai(proxy).chat.completions.create(**CHAT)
+    assert caught.value.status_code == 502 and "unreachable" in str(caught.value)
+    proxy.stop()
+    [event] = Trace.open(trace_path).events
+    assert not event.ok and event.error["qualname"] == "ConnectionRefusedError"
+    replayer = proxies(trace_path, mode="replay")
+    with pytest.raises(openai.InternalServerError, match="recorded builtins.ConnectionRefusedError"):
+        _openai(replayer).chat.completions.create(**CHAT)
+    replayer.stop()
+
+
+def test_curl_through_the_cli(stub: StubServer, tmp_path: Path) -> None:
+    """`rewind record --proxy` / `rewind replay --proxy` around curl (a non-Python client)."""
+    trace = tmp_path / "curl.rewind"
+    script = (
+        'curl -sS --fail-with-body "$OPENAI_BASE_URL/chat/completions" -H "content-type: application/json" '
+        '-H "Authorization: Bearer sk-curl-SECRET" -d "$BODY"'
+    )
+    body = json.dumps({**CHAT, "stream": True})
+    rewind_cli = [str(Path(subprocess.sys.executable).with_name("rewind"))]  # type: ignore[attr-defined]
+    env = {"BODY": body, "PATH": "/usr/bin:/bin"}
+    recorded = subprocess.run(
+        [
+            *rewind_cli,
+            "record",
+            "--proxy",
+            str(trace),
+            "--upstream",
+            f"openai={stub.openai_base_url}",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert recorded.returncode == 0, recorded.stderr
+    assert recorded.stdout.endswith("data: [DONE]\n\n")
+    assert "recorded 1 step" in recorded.stderr and "sk-curl-SECRET" not in trace.read_text()
+    stub.stop()
+    replayed = subprocess.run(
+        [
+            *rewind_cli,
+            "replay",
+            "--proxy",
+            str(trace),
+            "--",
+            "sh",
+            "-c",
+            script.replace('-H "Authorization: Bearer sk-curl-SECRET" ', ""),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert replayed.returncode == 0, replayed.stderr
+    assert replayed.stdout == recorded.stdout
+    diverged = subprocess.run(
+        [*rewind_cli, "replay", "--proxy", str(trace), "--", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**env, "BODY": json.dumps(CHAT)},
+    )
+    assert diverged.returncode == 22  # curl --fail-with-body: the HTTP error reached the client
+    assert "rewind_divergence" in diverged.stdout
+    assert "replay diverged at step 0" in diverged.stderr
