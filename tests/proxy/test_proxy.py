@@ -303,6 +303,7 @@ def test_other_wire_formats_match_their_instrumentors(stub: StubServer, upstream
     """Mistral, Cohere and Gemini through the proxy: the names and requests their instrumentors record."""
     import cohere
     from google import genai
+
     try:
         from mistralai.client import Mistral  # 2.x
     except ImportError:
