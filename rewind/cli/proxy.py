@@ -179,7 +179,7 @@ def run_through_proxy(
 ) -> tuple[int, Proxy]:
     """Run ``argv`` with every SDK's base URL pointed at a proxy on a free port; its exit status."""
     proxy = open_proxy(trace_path, mode=mode, upstreams=upstreams, match=match, quiet=True)
-    env = {**os.environ, **_keep_keys(proxy.environment())}
+    env = {**os.environ, **proxy.environment(keys_from=os.environ)}
     try:
         try:
             child = subprocess.Popen(list(argv), env=env)
@@ -190,8 +190,3 @@ def run_through_proxy(
     finally:
         proxy.stop()
     return (128 - returncode if returncode < 0 else returncode), proxy
-
-
-def _keep_keys(env: dict[str, str]) -> dict[str, str]:
-    """Placeholder keys only where the user set none (a replay never sends them anywhere)."""
-    return {k: v for k, v in env.items() if not (k.endswith("_API_KEY") and os.environ.get(k))}

@@ -19,6 +19,7 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
+from rewind import placeholder_keys
 from rewind._escape import inert
 from rewind.core import begin_call
 from rewind.errors import DivergenceError
@@ -38,15 +39,6 @@ BASE_URL_VARIABLES = {
     "GOOGLE_GEMINI_BASE_URL": ("gemini", ""),
     "MISTRAL_SERVER_URL": ("mistral", "/mistral"),
 }
-#: Keys an SDK refuses to start without; a replay needs none, so these placeholders do.
-PLACEHOLDER_KEYS = {
-    "OPENAI_API_KEY": "rewind-replay",
-    "ANTHROPIC_API_KEY": "rewind-replay",
-    "CO_API_KEY": "rewind-replay",
-    "GEMINI_API_KEY": "rewind-replay",
-    "MISTRAL_API_KEY": "rewind-replay",
-}
-
 Log = Callable[[str], None]
 
 
@@ -140,12 +132,13 @@ class Proxy:
                 return self.url + suffix
         raise KeyError(f"unknown provider {provider!r}; the proxy knows {', '.join(sorted(self.upstreams))}")
 
-    def environment(self) -> dict[str, str]:
-        """The base-URL variables every SDK reads, pointed at the proxy (and, in replay,
-        placeholder keys for the SDKs that refuse to start without one)."""
+    def environment(self, keys_from: Mapping[str, str] | None = None) -> dict[str, str]:
+        """The base-URL variables every SDK reads, pointed at the proxy; in replay also a
+        placeholder key for each SDK that refuses to start without one and has none in
+        ``keys_from`` (a replay sends no key anywhere)."""
         env = {variable: self.url + suffix for variable, (_, suffix) in BASE_URL_VARIABLES.items()}
         if self.mode == "replay":
-            env.update(PLACEHOLDER_KEYS)
+            env.update(placeholder_keys.missing(dict(keys_from or {})))
         return env
 
     # -- results ----------------------------------------------------------------------
