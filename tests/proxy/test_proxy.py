@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import random
+import signal
 import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -398,7 +400,7 @@ def test_unreachable_upstream_is_a_recorded_step_and_a_502(proxies, trace_path: 
     [event] = Trace.open(trace_path).events
     assert not event.ok and event.error["qualname"] == "ConnectionRefusedError"
     replayer = proxies(trace_path, mode="replay")
-    with pytest.raises(openai.InternalServerError, match="recorded builtins.ConnectionRefusedError"):
+    with pytest.raises(openai.InternalServerError, match=r"recorded builtins\.ConnectionRefusedError"):
         _openai(replayer).chat.completions.create(**CHAT)
     replayer.stop()
 
@@ -411,7 +413,7 @@ def test_curl_through_the_cli(stub: StubServer, tmp_path: Path) -> None:
         '-H "Authorization: Bearer sk-curl-SECRET" -d "$BODY"'
     )
     body = json.dumps({**CHAT, "stream": True})
-    rewind_cli = [str(Path(subprocess.sys.executable).with_name("rewind"))]  # type: ignore[attr-defined]
+    rewind_cli = [_rewind_cli()]
     env = {"BODY": body, "PATH": "/usr/bin:/bin"}
     recorded = subprocess.run(
         [
@@ -463,3 +465,44 @@ def test_curl_through_the_cli(stub: StubServer, tmp_path: Path) -> None:
     assert diverged.returncode == 22  # curl --fail-with-body: the HTTP error reached the client
     assert "rewind_divergence" in diverged.stdout
     assert "replay diverged at step 0" in diverged.stderr
+
+
+def _rewind_cli() -> str:
+    return str(Path(sys.executable).with_name("rewind"))
+
+
+def test_rewind_proxy_command_runs_until_interrupted(stub: StubServer, tmp_path: Path) -> None:
+    trace = tmp_path / "cli.rewind"
+    server = subprocess.Popen(
+        [_rewind_cli(), "proxy", "--record", str(trace), "--port", "0", "--upstream", f"openai={stub.openai_base_url}"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stderr is not None
+        first = server.stderr.readline()
+        assert first.startswith(f"rewind proxy recording to {trace}, listening on http://127.0.0.1:")
+        url = first.rsplit(" ", 1)[1].strip()
+        reply = openai.OpenAI(base_url=url + "/v1", api_key="k", max_retries=0).chat.completions.create(**CHAT)
+        assert reply.choices[0].message.content == "Echo: hi"
+    finally:
+        server.send_signal(signal.SIGINT)
+        _, err = server.communicate(timeout=30)
+    assert server.returncode == 0, err
+    assert "recorded step 0 openai.chat.completions.create ok" in err
+    assert f"rewind: recorded 1 step to {trace}" in err
+    assert [e.name for e in Trace.open(trace).events] == ["openai.chat.completions.create"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "pass exactly one of --record TRACE or --replay TRACE"),
+        (["--record", "x.rewind", "--upstream", "openai"], "--upstream takes provider=URL"),
+        (["--replay", "missing.rewind"], "missing.rewind: no such trace file"),
+    ],
+)
+def test_rewind_proxy_bad_usage(args: list[str], message: str, tmp_path: Path) -> None:
+    done = subprocess.run([_rewind_cli(), "proxy", *args], capture_output=True, text=True, timeout=30, cwd=tmp_path)
+    assert done.returncode == 2
+    assert message in done.stderr and "Traceback" not in done.stderr
