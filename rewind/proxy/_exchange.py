@@ -26,6 +26,7 @@ from rewind.errors import DivergenceError, RedactionError, TraceWriteError
 from rewind.replayed_error import encode_error
 from rewind.trace import Event
 
+from . import _sdk_errors
 from ._routes import Matched
 from ._upstream import HOP_HEADERS, Reply
 
@@ -108,6 +109,7 @@ def _relay_stream(call: Call, matched: Matched, reply: Reply, sink: Sink) -> Non
     sink.start(reply.status, relayed_headers(reply.headers), length=None)
     events = EventSplitter()
     chunks: list[Any] = []
+    in_band: Any = None  # the provider's error event (Anthropic, the Responses API): the step's error
     client_gone = False
     failure: Exception | None = None
     try:
@@ -117,13 +119,27 @@ def _relay_stream(call: Call, matched: Matched, reply: Reply, sink: Sink) -> Non
                     sink.write(piece)
                 except ClientGone:
                     client_gone = True  # the agent stopped reading: what it got is the step
-            chunks.extend(route.chunk_in(data) for data in events.feed(piece))
+            for data in events.feed(piece):
+                if in_band is not None:
+                    continue  # the SDK raised at the error event: nothing after it reached the agent
+                if route.named and isinstance(data, dict) and data.get("type") == "error":
+                    in_band = data
+                elif route.delivers(data):
+                    chunks.append(route.chunk_in(data))
             if client_gone:
                 break
     except OSError as exc:  # the provider's connection broke mid-stream
         failure = exc
-    complete = failure is None and not client_gone
+    complete = failure is None and not client_gone and in_band is None
     stream = {"chunks": chunks, "truncated": not complete}
+    if in_band is not None:
+        headers = _as_dict(reply.headers)
+        record = _sdk_errors.stream_error(route.provider, in_band, reply.status, headers, reply.url)
+        if record is None:
+            record = stream_error_record(route.provider, in_band, reply)
+        error = ProviderHTTPError(record["message"], reply.status)
+        _finish(lambda: call.fail(error, error=record, extra=call.redacted({"stream": stream}, "extra")), call)
+        return
     if failure is not None:
         sink.abort()  # the agent sees the body stop short, as it would have without the proxy
         _finish(
@@ -149,7 +165,10 @@ def _relay_error(call: Call, matched: Matched, reply: Reply, sink: Sink) -> None
     sink.start(reply.status, relayed_headers(reply.headers), length=len(body))
     _write_or_note_gone(sink, body)
     text = body.decode("utf-8", "replace")
-    record = error_record(matched.route.provider, reply.status, reply.headers, text)
+    provider = matched.route.provider
+    record = _sdk_errors.status_error(provider, reply.status, _as_dict(reply.headers), body, reply.url)
+    if record is None:
+        record = error_record(provider, reply.status, reply.headers, text)
     exc = ProviderHTTPError(record["message"], reply.status)
     _finish(lambda: call.fail(exc, error=record), call)
 
@@ -222,15 +241,7 @@ def error_record(provider: str, status: int, headers: Iterable[tuple[str, str]],
             if isinstance(inner, dict):
                 attrs.update({key: inner.get(key) for key in ("code", "param", "type")})
             body = inner
-        return {
-            "type": f"{provider}.{qualname}",
-            "module": provider,
-            "qualname": qualname,
-            "message": message,
-            "attrs": attrs,
-            "response": response,
-            "body": body,
-        }
+        return _sdk_record(provider, qualname, message, attrs, response=response, body=body)
     record = encode_error(ProviderHTTPError(f"HTTP {status} from {provider}: {text[:500]}", status))
     record["attrs"] = {"status_code": status}
     record["response"] = response
@@ -238,10 +249,48 @@ def error_record(provider: str, status: int, headers: Iterable[tuple[str, str]],
     return record
 
 
+def stream_error_record(provider: str, data: Any, reply: Reply) -> dict[str, Any]:
+    """An error event in a stream as the SDK's instrumentor records it: Anthropic's
+    ``APIStatusError`` (status 200, the event as its body), OpenAI's ``APIError`` (the
+    event's ``error`` object as its body); for others a ``ProviderHTTPError``."""
+    response = bounded_response(reply.status, _as_dict(reply.headers), "")
+    request_id = response["headers"].get("x-request-id") or response["headers"].get("request-id")
+    if provider == "anthropic":
+        message = str(data)
+        attrs = {"message": message, "status_code": reply.status, "request_id": request_id}
+        return _sdk_record("anthropic", "APIStatusError", message, attrs, response=response, body=data)
+    inner = data.get("error") if isinstance(data.get("error"), dict) else data
+    message = str(inner.get("message") or data)
+    if provider == "openai":
+        attrs = {"message": message, **{key: inner.get(key) for key in ("code", "param", "type")}}
+        return _sdk_record("openai", "APIError", message, attrs, body=inner)
+    record = encode_error(ProviderHTTPError(message, reply.status))
+    record["body"] = data
+    return record
+
+
+def _sdk_record(module: str, qualname: str, message: str, attrs: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    record = {"type": f"{module}.{qualname}", "module": module, "qualname": qualname, "message": message}
+    return {**record, "attrs": attrs, **fields}
+
+
+def in_band_error(provider: str, record: Mapping[str, Any]) -> Any:
+    """The error event a recorded mid-stream error was (``None``: the connection broke)."""
+    body = record.get("body")
+    if not isinstance(body, dict):
+        return None
+    if provider == "anthropic" and body.get("type") == "error":
+        return body
+    if provider == "openai" and record.get("qualname") == "APIError":
+        return {"type": "error", "error": body}
+    return None
+
+
 def _as_dict(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in headers:
         name = key.lower()
+        value = value.strip()  # as HTTP clients read them (http.server pads its Server header)
         out[name] = f"{out[name]}, {value}" if name in out else value
     return out
 
@@ -328,6 +377,10 @@ def _replay_stream(matched: Matched, event: Event, stream: Mapping[str, Any], si
     sink.start(200, [("content-type", SSE_TYPE)], length=None)
     for chunk in stream["chunks"]:
         sink.write(sse_frame(route.chunk_out(chunk), named=route.named))
+    in_band = in_band_error(route.provider, event.error or {}) if not event.ok and route.named else None
+    if in_band is not None:
+        sink.write(sse_frame(in_band, named=True))  # the provider's error event, where it came
+        return
     if not complete or not event.ok:
         sink.abort()  # the recorded stream stopped short: so does this one
         return

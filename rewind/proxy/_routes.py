@@ -58,6 +58,12 @@ class WireRoute:
     #: A stream chunk as the instrumentor records it, from the event's JSON, and back.
     chunk_in: Callable[[Any], Any] = lambda data: data
     chunk_out: Callable[[Any], Any] = lambda chunk: chunk
+    #: Event types the SDK reads past without handing them to the agent (Anthropic's ``ping``):
+    #: relayed live, never recorded, so the step is the one the instrumentor writes.
+    unseen: frozenset[str] = frozenset()
+
+    def delivers(self, data: Any) -> bool:
+        return not (self.unseen and isinstance(data, dict) and data.get("type") in self.unseen)
 
     def step_name(self, streaming: bool) -> str:
         return self.stream_name if streaming else self.name
@@ -144,7 +150,15 @@ ROUTES: tuple[WireRoute, ...] = (
     _route("openai", "POST", r"/chat/completions", "openai.chat.completions.create", streams=_flag, done=True),
     _route("openai", "POST", r"/responses", "openai.responses.create", streams=_flag, named=True),
     _route("openai", "POST", r"/embeddings", "openai.embeddings.create"),
-    _route("anthropic", "POST", r"/messages", "anthropic.messages.create", streams=_flag, named=True),
+    _route(
+        "anthropic",
+        "POST",
+        r"/messages",
+        "anthropic.messages.create",
+        streams=_flag,
+        named=True,
+        unseen=frozenset({"ping"}),
+    ),
     _route(
         "mistral",
         "POST",

@@ -77,6 +77,8 @@ class Reply:
     headers: list[tuple[str, str]]
     response: http.client.HTTPResponse
     connection: http.client.HTTPConnection
+    #: The URL the request went to (error records name it, as an SDK's request does).
+    url: str = ""
 
     def header(self, name: str) -> str | None:
         lowered = name.lower()
@@ -135,4 +137,5 @@ def forward(
     except BaseException:
         connection.close()
         raise
-    return Reply(response.status, list(response.getheaders()), response, connection)
+    url = f"{parts.scheme}://{parts.netloc}{target.split('?', 1)[0]}"  # a ?key= is never recorded
+    return Reply(response.status, list(response.getheaders()), response, connection, url)

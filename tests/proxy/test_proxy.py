@@ -174,7 +174,9 @@ def test_sse_framing_and_errors_replay_byte_for_byte(stub: StubServer, upstreams
         replayer.url + "/v1/messages",
         {"model": "claude-stub", "max_tokens": 9, "stream": True, "messages": [{"role": "user", "content": "x"}]},
     )
-    assert claude_again[2] == claude[2]
+    # Anthropic's keep-alive pings reach the agent live; its SDK never hands them on, so no step holds them.
+    assert b"event: ping\n" in claude[2]
+    assert claude_again[2] == claude[2].replace(b'event: ping\ndata: {"type":"ping"}\n\n', b"")
     status, headers, body = _post(replayer.base_url("openai") + "/chat/completions", CHAT)
     replayer.stop()
     assert (status, headers["retry-after"], json.loads(body)) == (429, "3", json.loads(limited[2]))
@@ -506,3 +508,101 @@ def test_rewind_proxy_bad_usage(args: list[str], message: str, tmp_path: Path) -
     done = subprocess.run([_rewind_cli(), "proxy", *args], capture_output=True, text=True, timeout=30, cwd=tmp_path)
     assert done.returncode == 2
     assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def _stream_agent(client: openai.OpenAI, claude: anthropic.Anthropic) -> list[Any]:
+    """A chat call, an Anthropic stream, then two streams the provider ends with an error event."""
+    out: list[Any] = [client.chat.completions.create(**CHAT).choices[0].message.content]
+    with claude.messages.stream(model="claude-stub", max_tokens=64, messages=[{"role": "user", "content": "hi"}]) as s:
+        out.append("".join(s.text_stream))
+    try:
+        with claude.messages.stream(
+            model="claude-stub", max_tokens=64, messages=[{"role": "user", "content": "again"}]
+        ) as s:
+            out.append([t for t in s.text_stream])
+    except anthropic.APIStatusError as exc:
+        out.append((type(exc).__name__, exc.body))
+    try:
+        out.append([e.type for e in client.responses.create(model="m", input="x", stream=True)])
+    except openai.APIError as exc:
+        out.append((type(exc).__name__, exc.message))
+    return out
+
+
+_IN_BAND = (
+    "Echo: hi",
+    "Echo: hi",
+    {"text": "one two three", "stream_error_after": 1, "error": {"status": 529, "type": "overloaded_error"}},
+    {"text": "one two three", "stream_error_after": 1, "error": {"status": 500}},
+)
+
+
+def test_proxy_trace_is_a_trace_like_any_other(
+    stub: StubServer, upstreams, proxies, tmp_path: Path, patched_sdks
+) -> None:
+    """Recorded through the proxy or by the instrumentors, one run is one trace: the same steps (stream
+    chunks and mid-stream errors included), so diff, check, show, report and mutate treat both alike."""
+    by_sdk, by_proxy = tmp_path / "sdk.rewind", tmp_path / "proxy.rewind"
+    stub.add_script(*_IN_BAND)
+    with rewind.record(by_sdk):
+        sdk_live = _stream_agent(
+            openai.OpenAI(base_url=stub.openai_base_url, api_key="k", max_retries=0),
+            anthropic.Anthropic(base_url=stub.anthropic_base_url, api_key="k", max_retries=0),
+        )
+    stub.reset()
+    stub.add_script(*_IN_BAND)
+    proxy = proxies(by_proxy, upstreams=upstreams)
+    assert _stream_agent(_openai(proxy), _anthropic(proxy)) == sdk_live
+    proxy.stop()
+    stub.stop()
+    assert sdk_live[2][0] == "APIStatusError" and sdk_live[3][0] == "APIError"
+
+    sdk_events, proxy_events = Trace.open(by_sdk).events, Trace.open(by_proxy).events
+    for a, b in zip(sdk_events, proxy_events):
+        assert (a.name, a.fingerprint, a.ok, a.response) == (b.name, b.fingerprint, b.ok, b.response)
+        assert a.get("stream") == b.get("stream")
+        if not a.ok:
+            assert {k: a.error[k] for k in ("type", "message", "body")} == {
+                k: b.error[k] for k in ("type", "message", "body")
+            }
+
+    # Each trace answers the other side: the SDK's through the proxy, the proxy's in the SDK.
+    replayer = proxies(by_sdk, mode="replay")
+    with rewind.replay(by_proxy):
+        assert _stream_agent(openai.OpenAI(api_key="k", max_retries=0), anthropic.Anthropic(api_key="k")) == sdk_live
+    unpatched = rewind.auto_patch("openai", "anthropic")  # nested patch: count up, then undo it below
+    unpatched()
+    assert _stream_agent(_openai(replayer), _anthropic(replayer)) == sdk_live
+    replayer.stop()
+
+    cli = _rewind_cli()
+    diff = subprocess.run([cli, "diff", str(by_sdk), str(by_proxy)], capture_output=True, text=True, timeout=60)
+    assert diff.returncode == 0, diff.stdout
+    check = subprocess.run([cli, "check", "--strict", str(by_proxy)], capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0, check.stdout
+    show = subprocess.run([cli, "show", "--no-tui", str(by_proxy)], capture_output=True, text=True, timeout=60)
+    assert show.returncode == 0 and "anthropic.messages.create" in show.stdout
+    report = subprocess.run(
+        [cli, "report", str(by_proxy), "-o", str(tmp_path / "run.html")], capture_output=True, text=True, timeout=60
+    )
+    assert report.returncode == 0 and "openai.responses.create" in (tmp_path / "run.html").read_text()
+
+    agent = tmp_path / "agent.py"
+    agent.write_text(
+        "import openai\n"
+        "client = openai.OpenAI(api_key='k', max_retries=0)\n"
+        "try:\n"
+        "    print(client.chat.completions.create(model='gpt-4o-mini', "
+        "messages=[{'role': 'user', 'content': 'hi'}]).choices[0].message.content)\n"
+        "except openai.RateLimitError:\n"
+        "    print('rate limited')\n"
+    )
+    mutate = subprocess.run(
+        [cli, "mutate", str(by_proxy), "-f", "rate_limit", "-s", "0", "--json", "--", sys.executable, str(agent)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert mutate.returncode == 0, mutate.stderr
+    [run] = json.loads(mutate.stdout)["results"]
+    assert (run["step"], run["fault"], run["outcome"]) == (0, "rate_limit", "different")
