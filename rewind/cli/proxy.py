@@ -142,6 +142,11 @@ def command(
     proxy = open_proxy(trace_path, mode=mode, upstreams=upstreams, host=host, port=port, match=match, quiet=quiet)
     what = "recording to" if mode == "record" else "replaying"
     _say(f"rewind proxy {what} {trace_path}, listening on {proxy.url}")
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        _say(
+            f"rewind proxy: warning: --host {host} is reachable from other machines, which can then use it (and, "
+            "recording, the keys its clients send); use 127.0.0.1 unless you mean to share it"
+        )
     _say("Point an agent at it:")
     for variable, value in proxy.environment().items():
         _say(f"  export {variable}={value}")

@@ -27,7 +27,7 @@ from rewind.session import Session, record, replay
 from rewind.trace import Event
 
 from . import _exchange, _routes
-from ._upstream import forward, parse_upstreams
+from ._upstream import Pool, forward, parse_upstreams
 
 _DISCONNECTS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 
@@ -75,6 +75,7 @@ class Proxy:
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self.pool = Pool()
         #: Requests the proxy did not record (an endpoint it has no route for).
         self.passed_through: list[str] = []
 
@@ -102,6 +103,7 @@ class Proxy:
         httpd.server_close()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        self.pool.close()
         assert self._context is not None
         self._context.run(self.session.__exit__, None, None, None)
 
@@ -314,7 +316,7 @@ class _Handler(BaseHTTPRequestHandler):
         outgoing = list(self.headers.items())
 
         def send() -> Any:
-            return forward(upstream, self.command, matched.upstream_path + query, outgoing, raw)
+            return forward(proxy.pool, upstream, self.command, matched.upstream_path + query, outgoing, raw)
 
         _exchange.record(call, matched, send, self)
         state = "ok" if call.seq is not None and _ok(proxy, call.seq) else "error"
@@ -337,7 +339,7 @@ class _Handler(BaseHTTPRequestHandler):
         upstream = proxy.upstreams[provider]
         target = _routes.upstream_path(provider, path) + (f"?{query}" if query else "")
         try:
-            reply = forward(upstream, self.command, target, list(self.headers.items()), raw)
+            reply = forward(proxy.pool, upstream, self.command, target, list(self.headers.items()), raw)
         except OSError as exc:
             _exchange.answer_json(
                 self, 502, _exchange.proxy_error(f"rewind proxy: the {provider} upstream is unreachable: {exc}")

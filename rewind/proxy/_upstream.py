@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import http.client
 import ssl
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -69,6 +70,45 @@ def parse_upstreams(specs: Mapping[str, str] | Sequence[str]) -> dict[str, str]:
     return out
 
 
+class Pool:
+    """Idle keep-alive connections to the providers, reused as an SDK's own client does: a
+    new TCP (and TLS) connection per call would add its handshake to every step."""
+
+    def __init__(self, *, per_host: int = 16, timeout: float = 600.0) -> None:
+        self._idle: dict[tuple[str, str, int | None], list[http.client.HTTPConnection]] = {}
+        self._lock = threading.Lock()
+        self._per_host = per_host
+        self._timeout = timeout
+        self._context: ssl.SSLContext | None = None
+
+    def take(self, scheme: str, host: str, port: int | None) -> tuple[http.client.HTTPConnection, bool]:
+        """A connection to the host, and whether it was used before (it may have gone stale)."""
+        with self._lock:
+            idle = self._idle.get((scheme, host, port))
+            if idle:
+                return idle.pop(), True
+            if scheme == "https" and self._context is None:
+                self._context = ssl.create_default_context()
+        if scheme == "https":
+            return http.client.HTTPSConnection(host, port, timeout=self._timeout, context=self._context), False
+        return http.client.HTTPConnection(host, port, timeout=self._timeout), False
+
+    def give_back(self, scheme: str, host: str, port: int | None, connection: http.client.HTTPConnection) -> None:
+        with self._lock:
+            idle = self._idle.setdefault((scheme, host, port), [])
+            if len(idle) < self._per_host:
+                idle.append(connection)
+                return
+        connection.close()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, {}
+        for connections in idle.values():
+            for connection in connections:
+                connection.close()
+
+
 @dataclass
 class Reply:
     """The provider's answer: its status and headers now, its body as it arrives."""
@@ -79,6 +119,8 @@ class Reply:
     connection: http.client.HTTPConnection
     #: The URL the request went to (error records name it, as an SDK's request does).
     url: str = ""
+    pool: Pool | None = None
+    address: tuple[str, str, int | None] = ("http", "", None)
 
     def header(self, name: str) -> str | None:
         lowered = name.lower()
@@ -103,39 +145,49 @@ class Reply:
             yield piece
 
     def close(self) -> None:
-        self.connection.close()
+        """Back to the pool when the answer was read to its end and the server keeps the connection."""
+        response = self.response
+        if self.pool is not None and response.isclosed() and not response.will_close:
+            self.pool.give_back(*self.address, self.connection)
+        else:
+            self.connection.close()
+
+
+#: What a keep-alive connection the server already closed raises on reuse (nothing was answered).
+_STALE = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 
 
 def forward(
+    pool: Pool,
     base_url: str,
     method: str,
     path_and_query: str,
     headers: list[tuple[str, str]],
     body: bytes,
-    *,
-    timeout: float = 600.0,
 ) -> Reply:
     """Send the agent's request to ``base_url`` + ``path_and_query``; raises ``OSError`` if unreachable."""
     parts = urlsplit(base_url)
-    connection: http.client.HTTPConnection
-    if parts.scheme == "https":
-        connection = http.client.HTTPSConnection(
-            parts.hostname or "", parts.port, timeout=timeout, context=ssl.create_default_context()
-        )
-    else:
-        connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=timeout)
+    address = (parts.scheme, parts.hostname or "", parts.port)
     target = parts.path.rstrip("/") + path_and_query
     sent = [(k, v) for k, v in headers if k.lower() not in HOP_HEADERS]
     sent.append(("Accept-Encoding", "identity"))
-    try:
-        connection.putrequest(method, target, skip_accept_encoding=True)
-        for key, value in sent:
-            connection.putheader(key, value)
-        connection.putheader("Content-Length", str(len(body)))
-        connection.endheaders(body)
-        response = connection.getresponse()
-    except BaseException:
-        connection.close()
-        raise
+    while True:
+        connection, reused = pool.take(*address)
+        try:
+            connection.putrequest(method, target, skip_accept_encoding=True)
+            for key, value in sent:
+                connection.putheader(key, value)
+            connection.putheader("Content-Length", str(len(body)))
+            connection.endheaders(body)
+            response = connection.getresponse()
+        except _STALE:
+            connection.close()
+            if reused:
+                continue  # the server had closed that idle connection: send on a fresh one
+            raise
+        except BaseException:
+            connection.close()
+            raise
+        break
     url = f"{parts.scheme}://{parts.netloc}{target.split('?', 1)[0]}"  # a ?key= is never recorded
-    return Reply(response.status, list(response.getheaders()), response, connection, url)
+    return Reply(response.status, list(response.getheaders()), response, connection, url, pool, address)
