@@ -16,6 +16,7 @@ the same span, the same event. What is the proxy's own is only the HTTP around i
 
 from __future__ import annotations
 
+import http.client
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
@@ -27,7 +28,7 @@ from rewind.replayed_error import encode_error
 from rewind.trace import Event
 
 from . import _sdk_errors
-from ._routes import Matched
+from ._routes import Matched, WireRoute
 from ._upstream import HOP_HEADERS, Reply
 
 #: A divergence's status: a 4xx no SDK retries on its own (with ``x-should-retry: false``
@@ -48,7 +49,8 @@ class Sink(Protocol):
 
     def write(self, data: bytes) -> None: ...
 
-    def abort(self) -> None: ...
+    def abort(self) -> None:
+        """End the answer short: the agent's client sees a body cut off."""
 
 
 class ProviderHTTPError(Exception):
@@ -122,13 +124,13 @@ def _relay_stream(call: Call, matched: Matched, reply: Reply, sink: Sink) -> Non
             for data in events.feed(piece):
                 if in_band is not None:
                     continue  # the SDK raised at the error event: nothing after it reached the agent
-                if route.named and isinstance(data, dict) and data.get("type") == "error":
+                if route.is_error(data):
                     in_band = data
                 elif route.delivers(data):
                     chunks.append(route.chunk_in(data))
             if client_gone:
                 break
-    except OSError as exc:  # the provider's connection broke mid-stream
+    except (OSError, http.client.HTTPException) as exc:  # the provider's connection broke mid-stream
         failure = exc
     complete = failure is None and not client_gone and in_band is None
     stream = {"chunks": chunks, "truncated": not complete}
@@ -274,16 +276,16 @@ def _sdk_record(module: str, qualname: str, message: str, attrs: dict[str, Any],
     return {**record, "attrs": attrs, **fields}
 
 
-def in_band_error(provider: str, record: Mapping[str, Any]) -> Any:
+def in_band_error(route: WireRoute, record: Mapping[str, Any]) -> Any:
     """The error event a recorded mid-stream error was (``None``: the connection broke)."""
     body = record.get("body")
     if not isinstance(body, dict):
         return None
-    if provider == "anthropic" and body.get("type") == "error":
+    if route.provider == "anthropic" and body.get("type") == "error":
         return body
-    if provider == "openai" and record.get("qualname") == "APIError":
-        return {"type": "error", "error": body}
-    return None
+    if route.provider == "openai" and record.get("qualname") == "APIError":
+        return {"type": "error", "error": body} if route.named else {"error": body}
+    return body if route.is_error(body) else None  # recorded by the proxy: the event itself
 
 
 def _as_dict(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -377,9 +379,9 @@ def _replay_stream(matched: Matched, event: Event, stream: Mapping[str, Any], si
     sink.start(200, [("content-type", SSE_TYPE)], length=None)
     for chunk in stream["chunks"]:
         sink.write(sse_frame(route.chunk_out(chunk), named=route.named))
-    in_band = in_band_error(route.provider, event.error or {}) if not event.ok and route.named else None
+    in_band = in_band_error(route, event.error or {}) if not event.ok else None
     if in_band is not None:
-        sink.write(sse_frame(in_band, named=True))  # the provider's error event, where it came
+        sink.write(sse_frame(in_band, named=route.named))  # the provider's error event, where it came
         return
     if not complete or not event.ok:
         sink.abort()  # the recorded stream stopped short: so does this one

@@ -62,6 +62,17 @@ class WireRoute:
     #: relayed live, never recorded, so the step is the one the instrumentor writes.
     unseen: frozenset[str] = frozenset()
 
+    def is_error(self, data: Any) -> bool:
+        """An error event: the SDK raises there (OpenAI: any payload with an ``error``;
+        Anthropic: an event of type ``error``; Mistral: an ``error`` object)."""
+        if not isinstance(data, dict):
+            return False
+        if self.provider == "openai":
+            return bool(data.get("error"))
+        if self.provider == "mistral":
+            return data.get("object") == "error"
+        return self.provider == "anthropic" and data.get("type") == "error"
+
     def delivers(self, data: Any) -> bool:
         return not (self.unseen and isinstance(data, dict) and data.get("type") in self.unseen)
 

@@ -225,16 +225,21 @@ class _Handler(BaseHTTPRequestHandler):
         for name, value in headers:
             self.send_header(name, value)
         if length is None:
-            # A stream: its end is the connection's end, as the stub server does it.
+            # A stream, chunked: a stream that stopped short ends without the last chunk, so the
+            # agent's HTTP client sees it cut off (a closed connection would read as an end).
             self.send_header("Cache-Control", "no-cache")
-            self.send_header("Connection", "close")
-            self.close_connection = True
+            self.send_header("Transfer-Encoding", "chunked")
+            self._chunked = True
         else:
             self.send_header("Content-Length", str(length))
         self.end_headers()
         self._started = True
 
     def write(self, data: bytes) -> None:
+        if self._chunked:
+            if not data:
+                return  # an empty chunk would end the body
+            data = b"%x\r\n%s\r\n" % (len(data), data)
         try:
             self.wfile.write(data)
             self.wfile.flush()
@@ -243,19 +248,29 @@ class _Handler(BaseHTTPRequestHandler):
             raise _exchange.ClientGone(str(exc)) from exc
 
     def abort(self) -> None:
+        self._aborted = True
         self.close_connection = True
         try:
             self.connection.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
 
+    def _end_body(self) -> None:
+        if self._chunked and not self._aborted:
+            try:
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            except _DISCONNECTS:
+                self.close_connection = True
+
     # -- one request -----------------------------------------------------------------------
     def _handle(self) -> None:
-        self._started = False
+        self._started = self._chunked = self._aborted = False
         proxy = self.server.proxy
         assert proxy._context is not None
         try:
             proxy._context.copy().run(self._exchange, proxy)
+            self._end_body()
         except _exchange.ClientGone:
             self.close_connection = True
         except Exception as exc:  # a bug of ours answers 500 rather than leaving the agent waiting

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import http.client
 import json
 import random
 import signal
@@ -606,3 +607,93 @@ def test_proxy_trace_is_a_trace_like_any_other(
     assert mutate.returncode == 0, mutate.stderr
     [run] = json.loads(mutate.stdout)["results"]
     assert (run["step"], run["fault"], run["outcome"]) == (0, "rate_limit", "different")
+
+
+def _chat_stream(client: openai.OpenAI) -> list[Any]:
+    got: list[Any] = []
+    try:
+        for chunk in client.chat.completions.create(**CHAT, stream=True):
+            got.append(chunk.choices[0].delta.content if chunk.choices else None)
+    except openai.APIError as exc:
+        got.append((type(exc).__name__, exc.message))
+    return got
+
+
+def test_a_stream_that_fails_midway(stub: StubServer, upstreams, proxies, tmp_path: Path, patched_sdks) -> None:
+    """OpenAI's error payload in a chat stream: the same failed step both ways, raised at the same chunk."""
+    by_sdk, by_proxy = tmp_path / "sdk.rewind", tmp_path / "proxy.rewind"
+    failing = {"text": "one two three four", "stream_error_after": 2}
+    stub.add_script(failing)
+    with rewind.record(by_sdk):
+        live = _chat_stream(openai.OpenAI(base_url=stub.openai_base_url, api_key="k", max_retries=0))
+    stub.reset()  # ids count from 1 again
+    stub.add_script(failing)
+    proxy = proxies(by_proxy, upstreams=upstreams)
+    assert _chat_stream(_openai(proxy)) == live
+    proxy.stop()
+    assert live[:3] == ["", "one", " two"] and live[3][0] == "APIError"
+    [a], [b] = Trace.open(by_sdk).events, Trace.open(by_proxy).events
+    assert (a.ok, b.ok) == (False, False) and a.get("stream") == b.get("stream")
+    assert {k: a.error[k] for k in ("type", "message", "body")} == {k: b.error[k] for k in ("type", "message", "body")}
+    with rewind.replay(by_proxy):
+        assert _chat_stream(openai.OpenAI(api_key="k", max_retries=0)) == live
+    replayer = proxies(by_sdk, mode="replay")
+    unpatch = rewind.auto_patch("openai")
+    unpatch()  # undoes only this nesting level: the fixture's patch stays, and no session is open here
+    assert _chat_stream(_openai(replayer)) == live
+    replayer.stop()
+
+
+def test_a_stream_cut_short_replays_cut_short(stub: StubServer, upstreams, proxies, trace_path: Path) -> None:
+    """A recorded stream that stopped short (the connection dropped) ends the same way on replay:
+    chunked, without its last chunk, so the agent's HTTP client reports an incomplete body."""
+    from rewind.trace import Event
+
+    chunk = {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "par"}}]}
+    request = {**CHAT, "stream": True}
+    proxy = proxies(trace_path, upstreams=upstreams)  # record one real call for the fingerprint
+    _post(proxy.base_url("openai") + "/chat/completions", request)
+    proxy.stop()
+    [recorded] = Trace.open(trace_path).events
+    cut = Event(
+        0,
+        "llm",
+        recorded.name,
+        recorded.fingerprint,
+        recorded.request,
+        None,
+        {
+            "type": "httpx.RemoteProtocolError",
+            "module": "httpx",
+            "qualname": "RemoteProtocolError",
+            "message": "peer closed",
+        },
+        extra={"stream": {"chunks": [chunk], "truncated": True}},
+    )
+    writer = rewind.trace.TraceWriter(str(trace_path), rewind.trace.new_header(None))
+    writer.write(cut)
+    writer.close()
+
+    replayer = proxies(trace_path, mode="replay")
+    connection = http.client.HTTPConnection("127.0.0.1", replayer.port)
+    connection.request("POST", "/v1/chat/completions", json.dumps(request), {"content-type": "application/json"})
+    response = connection.getresponse()
+    assert response.getheader("transfer-encoding") == "chunked"
+    with pytest.raises(http.client.IncompleteRead) as caught:
+        response.read()
+    assert caught.value.partial == b"data: " + json.dumps(chunk, separators=(",", ":")).encode() + b"\n\n"
+    connection.close()
+    replayer.stop()
+
+
+def test_endpoints_it_does_not_record(stub: StubServer, upstreams, proxies, trace_path: Path) -> None:
+    proxy = proxies(trace_path, upstreams=upstreams)
+    models = openai.OpenAI(base_url=proxy.base_url("openai"), api_key="k", max_retries=0).models.list()
+    assert models.data  # passed through to the provider
+    proxy.stop()
+    assert Trace.open(trace_path).events == []
+    assert any("passed GET /v1/models through to openai unrecorded" in line for line in proxy.lines)  # type: ignore[attr-defined]
+    replayer = proxies(trace_path, mode="replay")
+    with pytest.raises(openai.NotFoundError, match="not an endpoint the proxy records"):
+        openai.OpenAI(base_url=replayer.base_url("openai"), api_key="k", max_retries=0).models.list()
+    replayer.stop()
