@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from .. import summary
+from .. import bootstrap, summary
 from .._escape import inert
 from ..proxy import Proxy, UpstreamConfigError
 from ._common import CliError
@@ -41,12 +41,27 @@ def open_proxy(
     port: int = 0,
     match: str = "strict",
     quiet: bool = False,
+    redact: str | None = None,
+    normalize: str | None = None,
+    meta: dict[str, Any] | None = None,
+    externalize: int | None = None,
 ) -> Proxy:
     """A started proxy, or a one-line CLI error (bad ``--upstream``, port in use, unreadable trace)."""
     if mode == "replay" and not os.path.isfile(trace_path):
         raise CliError(f"{trace_path}: no such trace file; record one first (rewind proxy --record {trace_path})")
     try:
-        proxy = Proxy(trace_path, mode=mode, upstreams=upstreams, host=host, port=port, match=match)
+        proxy = Proxy(
+            trace_path,
+            mode=mode,
+            upstreams=upstreams,
+            host=host,
+            port=port,
+            match=match,
+            redact=_callable("--redact", redact),
+            normalize=_callable("--normalize", normalize),
+            meta=meta,
+            externalize=externalize,
+        )
     except UpstreamConfigError as exc:
         raise CliError(str(exc)) from None
     proxy.log = None if quiet else _say
@@ -56,6 +71,11 @@ def open_proxy(
         if exc.filename is None:
             raise CliError(f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick another --port") from None
         raise
+
+
+def _callable(option: str, spec: str | None) -> Any:
+    """``module:function`` imported (the working folder is searched too), as ``rewind record`` does."""
+    return bootstrap._callable({option: spec}, option) if spec else None
 
 
 def proxy_status(proxy: Proxy) -> dict[str, Any]:
@@ -112,6 +132,8 @@ def outcome_line(proxy: Proxy) -> str:
     show_default=True,
     help="How incoming calls are matched to recorded steps (parallel: concurrent agents).",
 )
+@click.option("--redact", metavar="MODULE:FUNCTION", help="Scrub every stored payload with this function.")
+@click.option("--normalize", metavar="MODULE:FUNCTION", help="Drop volatile fields from each call's identity.")
 @click.option("-q", "--quiet", is_flag=True, help="Print no line per call.")
 def command(
     record_path: str | None,
@@ -120,6 +142,8 @@ def command(
     host: str,
     upstreams: tuple[str, ...],
     match: str,
+    redact: str | None,
+    normalize: str | None,
     quiet: bool,
 ) -> None:
     """Run a local proxy an agent in any language uses as its provider base URL.
@@ -139,7 +163,17 @@ def command(
     assert trace_path is not None
     if mode == "record":
         _destination(trace_path)
-    proxy = open_proxy(trace_path, mode=mode, upstreams=upstreams, host=host, port=port, match=match, quiet=quiet)
+    proxy = open_proxy(
+        trace_path,
+        mode=mode,
+        upstreams=upstreams,
+        host=host,
+        port=port,
+        match=match,
+        quiet=quiet,
+        redact=redact,
+        normalize=normalize,
+    )
     what = "recording to" if mode == "record" else "replaying"
     _say(f"rewind proxy {what} {trace_path}, listening on {proxy.url}")
     if host not in ("127.0.0.1", "localhost", "::1"):
@@ -180,10 +214,23 @@ def run_through_proxy(
     mode: str,
     upstreams: Sequence[str] = (),
     match: str = "strict",
-    quiet: bool = False,
+    redact: str | None = None,
+    normalize: str | None = None,
+    meta: dict[str, Any] | None = None,
+    externalize: int | None = None,
 ) -> tuple[int, Proxy]:
     """Run ``argv`` with every SDK's base URL pointed at a proxy on a free port; its exit status."""
-    proxy = open_proxy(trace_path, mode=mode, upstreams=upstreams, match=match, quiet=True)
+    proxy = open_proxy(
+        trace_path,
+        mode=mode,
+        upstreams=upstreams,
+        match=match,
+        quiet=True,
+        redact=redact,
+        normalize=normalize,
+        meta=meta,
+        externalize=externalize,
+    )
     env = {**os.environ, **proxy.environment(keys_from=os.environ)}
     try:
         try:

@@ -107,11 +107,18 @@ def command(
     if normalize:
         session["REWIND_NORMALIZE"] = normalize
     if through_proxy:
-        if externalize is not None or redact or normalize:
-            raise CliError("--externalize, --redact and --normalize apply to Python programs, not to --proxy")
         from .proxy import proxy_status, run_through_proxy
 
-        returncode, proxy = run_through_proxy(target, argv, mode="record", upstreams=upstreams)
+        returncode, proxy = run_through_proxy(
+            target,
+            argv,
+            mode="record",
+            upstreams=upstreams,
+            redact=redact,
+            normalize=normalize,
+            meta=json.loads(session["REWIND_META"]) if "REWIND_META" in session else None,
+            externalize=externalize,
+        )
         outcome = Outcome(returncode, proxy_status(proxy))
     elif upstreams:
         raise CliError("--upstream applies to --proxy")

@@ -128,7 +128,7 @@ def command(
             )
         from .proxy import proxy_status, run_through_proxy
 
-        returncode, proxy = run_through_proxy(trace_path, argv, mode="replay", match=match)
+        returncode, proxy = run_through_proxy(trace_path, argv, mode="replay", match=match, normalize=normalize)
         outcome = Outcome(returncode, proxy_status(proxy))
         finish(ctx, outcome, summary=lambda status: summary.replayed(status, trace_path, steps), quiet=quiet)
         return

@@ -23,7 +23,7 @@ from rewind import placeholder_keys
 from rewind._escape import inert
 from rewind.core import begin_call
 from rewind.errors import DivergenceError
-from rewind.session import Session, record, replay
+from rewind.session import Normalizer, Redactor, Session, record, replay
 from rewind.trace import Event
 
 from . import _exchange, _routes
@@ -47,7 +47,8 @@ class Proxy:
 
     ``mode="record"`` forwards each request to the provider (``upstreams`` overrides the
     real API's base URL per provider) and records it; ``mode="replay"`` answers from the
-    trace with no upstream at all. Use it as a context manager or ``start()``/``stop()``.
+    trace with no upstream at all. ``redact=``, ``normalize=`` and ``externalize=`` are the
+    session's, as in ``rewind.record``. Use it as a context manager or ``start()``/``stop()``.
     """
 
     def __init__(
@@ -60,6 +61,9 @@ class Proxy:
         port: int = 0,
         match: str = "strict",
         meta: dict[str, Any] | None = None,
+        redact: Redactor | None = None,
+        normalize: Normalizer | None = None,
+        externalize: int | None = None,
         log: Log | None = None,
     ) -> None:
         if mode not in ("record", "replay"):
@@ -69,7 +73,11 @@ class Proxy:
         self.upstreams = {**_routes.DEFAULT_UPSTREAMS, **parse_upstreams(upstreams)}
         self.host = host
         self._port = port
-        self.session: Session = record(trace_path, meta=meta) if mode == "record" else replay(trace_path, match=match)
+        self.session: Session = (
+            record(trace_path, meta=meta, redact=redact, normalize=normalize, externalize=externalize)
+            if mode == "record"
+            else replay(trace_path, match=match, redact=redact, normalize=normalize)
+        )
         self.log = log
         self._context: contextvars.Context | None = None
         self._httpd: _Server | None = None

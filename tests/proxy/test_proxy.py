@@ -697,3 +697,39 @@ def test_endpoints_it_does_not_record(stub: StubServer, upstreams, proxies, trac
     with pytest.raises(openai.NotFoundError, match="not an endpoint the proxy records"):
         openai.OpenAI(base_url=replayer.base_url("openai"), api_key="k", max_retries=0).models.list()
     replayer.stop()
+
+
+def test_record_proxy_options_redact_meta_externalize(stub: StubServer, tmp_path: Path) -> None:
+    """`rewind record --proxy` takes the session options `rewind record` takes."""
+    (tmp_path / "scrub.py").write_text(
+        "import json\ndef scrub(payload):\n    return json.loads(json.dumps(payload).replace('4111-1111', '<card>'))\n"
+    )
+    trace = tmp_path / "redacted.rewind"
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "card 4111-1111 " + "x" * 300}]})
+    script = 'curl -sS "$OPENAI_BASE_URL/chat/completions" -H "content-type: application/json" -d "$BODY"'
+    options = ["--redact", "scrub:scrub", "--meta", '{"ticket": "T-33"}', "--externalize", "100"]
+    options += ["--upstream", f"openai={stub.openai_base_url}"]
+    done = subprocess.run(
+        [_rewind_cli(), "record", "--proxy", str(trace), *options, "--", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+        env={"BODY": body, "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "4111-1111" in done.stdout  # the agent got the live answer ...
+    text = trace.read_text()
+    assert "4111-1111" not in text and "T-33" in text  # ... the trace holds the scrubbed one
+    assert (tmp_path / "redacted.rewind.blobs").is_dir()
+    stub.stop()
+    # The identity is the unredacted request, so the same agent replays.
+    replayed = subprocess.run(
+        [_rewind_cli(), "replay", "--proxy", str(trace), "--", "sh", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"BODY": body, "PATH": "/usr/bin:/bin"},
+    )
+    assert replayed.returncode == 0, replayed.stderr
+    assert "<card>" in replayed.stdout
