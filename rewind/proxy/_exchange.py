@@ -345,12 +345,11 @@ def replay(call: Call, matched: Matched, sink: Sink) -> None:
     """Answer the agent from the step the session's matcher chose; a divergence raises."""
     event = call.take_served()  # DivergenceError when nothing matches
     if event.ok:
+        call.end_replayed()
         stream = event.get("stream")
         if isinstance(stream, dict) and isinstance(stream.get("chunks"), list):
-            call.end_replayed()
             _replay_stream(matched, event, stream, sink, complete=not stream.get("truncated"))
         else:
-            call.end_replayed()
             _replay_json(event, sink)
         return
     try:
