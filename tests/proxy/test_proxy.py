@@ -354,32 +354,40 @@ def test_other_wire_formats_match_their_instrumentors(stub: StubServer, upstream
 
 
 def test_spans_per_call_like_the_instrumentors(run_python, stub: StubServer, tmp_path: Path) -> None:
+    """The application's own TracerProvider (what opentelemetry-instrument sets up) gets a span per call."""
     result = run_python(
         f"""
         import json, openai
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-        from rewind.telemetry import TRACERS
         from rewind.proxy import Proxy
 
         memory = InMemorySpanExporter()
-        TRACERS.private_provider().add_span_processor(SimpleSpanProcessor(memory))
-        with Proxy({str(tmp_path / "run.rewind")!r}, upstreams={{"openai": {stub.openai_base_url!r}}}) as proxy:
-            client = openai.OpenAI(base_url=proxy.base_url("openai"), api_key="k", max_retries=0)
-            client.chat.completions.create(model="gpt-4o-mini", messages=[{{"role": "user", "content": "hi"}}])
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(memory))
+        trace.set_tracer_provider(provider)
+        path = {str(tmp_path / "run.rewind")!r}
+        for mode in ("record", "replay"):
+            with Proxy(path, mode=mode, upstreams={{"openai": {stub.openai_base_url!r}}}) as proxy:
+                client = openai.OpenAI(base_url=proxy.base_url("openai"), api_key="k", max_retries=0)
+                client.chat.completions.create(model="gpt-4o-mini", messages=[{{"role": "user", "content": "hi"}}])
         spans = [s for s in memory.get_finished_spans() if "rewind.kind" in s.attributes]
         print(json.dumps([[s.name, s.kind.name, dict(s.attributes)] for s in spans]))
         """
     )
     assert result.returncode == 0, result.stderr
-    [(name, kind, attrs)] = json.loads(result.stdout)
-    assert (name, kind) == ("chat gpt-4o-mini", "CLIENT")
+    [(name, kind, attrs), (replay_name, _, replayed)] = json.loads(result.stdout)
+    assert (name, kind) == (replay_name, "CLIENT") == ("chat gpt-4o-mini", "CLIENT")
     assert attrs["gen_ai.provider.name"] == "openai"
     assert attrs["gen_ai.operation.name"] == "chat"
     assert attrs["rewind.name"] == "openai.chat.completions.create"
     assert attrs["rewind.seq"] == 0 and attrs["rewind.proxy"] is True
     assert attrs["gen_ai.usage.input_tokens"] >= 1
     assert attrs["server.address"] == "127.0.0.1"
+    assert replayed["rewind.replayed"] is True and replayed["rewind.replayed_step"] == 0
+    assert replayed["rewind.fingerprint"] == attrs["rewind.fingerprint"]
 
 
 def test_loopback_by_default_and_bad_upstreams(trace_path: Path) -> None:
