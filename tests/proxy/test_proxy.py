@@ -741,3 +741,38 @@ def test_record_proxy_options_redact_meta_externalize(stub: StubServer, tmp_path
     )
     assert replayed.returncode == 0, replayed.stderr
     assert "<card>" in replayed.stdout
+
+
+def test_a_failed_rerecording_keeps_the_previous_trace(stub: StubServer, tmp_path: Path) -> None:
+    trace = tmp_path / "kept.rewind"
+    body = json.dumps(CHAT)
+    curl = 'curl -sS "$OPENAI_BASE_URL/chat/completions" -H "content-type: application/json" -d "$BODY"'
+    env = {"BODY": body, "PATH": "/usr/bin:/bin"}
+    record = [_rewind_cli(), "record", "--proxy", str(trace), "--upstream", f"openai={stub.openai_base_url}", "--"]
+    assert subprocess.run([*record, "sh", "-c", curl], capture_output=True, timeout=60, env=env).returncode == 0
+    first = trace.read_bytes()
+    failed = subprocess.run(
+        [*record, "sh", "-c", f"{curl} && {curl} && exit 3"], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert failed.returncode == 3
+    assert "keeps its previous recording" in failed.stderr
+    assert trace.read_bytes() == first
+    assert len(Trace.open(tmp_path / "kept.failed.rewind").events) == 2
+
+
+def test_port_in_use_is_one_line(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [_rewind_cli(), "proxy", "--record", str(tmp_path / "x.rewind"), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert done.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "x.rewind").exists()
