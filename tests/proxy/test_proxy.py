@@ -245,34 +245,38 @@ def test_divergence_is_an_http_error_the_sdk_raises(stub: StubServer, upstreams,
         replayer.stop()
 
 
-def test_concurrent_clients_matched_in_parallel(stub: StubServer, upstreams, proxies, trace_path: Path) -> None:
-    prompts = [f"agent {n}" for n in range(8)]
-    proxy = proxies(trace_path, upstreams=upstreams)
-    client = _openai(proxy)
-    live = {
-        p: client.chat.completions.create(model="m", messages=[{"role": "user", "content": p}])
-        .choices[0]
-        .message.content
-        for p in prompts
-    }
-    proxy.stop()
+def _concurrently(proxy: Proxy, agents: list[str]) -> dict[str, list[str | None]]:
+    """Each agent on its own thread and client: a question, then a follow-up quoting the answer."""
+    answers: dict[str, list[str | None]] = {}
 
-    replayer = proxies(trace_path, mode="replay", match="parallel")
-    answers: dict[str, str | None] = {}
-    shuffled = random.Random(7).sample(prompts, len(prompts))
+    def agent(name: str) -> None:
+        client = _openai(proxy)
+        first = client.chat.completions.create(model="m", messages=[{"role": "user", "content": name}])
+        said = first.choices[0].message.content
+        messages = [{"role": "user", "content": name}, {"role": "assistant", "content": said}]
+        second = client.chat.completions.create(model="m", messages=[*messages, {"role": "user", "content": "more"}])
+        answers[name] = [said, second.choices[0].message.content]
 
-    def ask(prompt: str) -> None:
-        reply = _openai(replayer).chat.completions.create(model="m", messages=[{"role": "user", "content": prompt}])
-        answers[prompt] = reply.choices[0].message.content
-
-    threads = [threading.Thread(target=ask, args=(p,)) for p in shuffled]
+    threads = [threading.Thread(target=agent, args=(name,)) for name in agents]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(timeout=30)
+    return answers
+
+
+def test_concurrent_clients_matched_in_parallel(stub: StubServer, upstreams, proxies, trace_path: Path) -> None:
+    agents = [f"agent {n}" for n in range(6)]
+    proxy = proxies(trace_path, upstreams=upstreams)
+    live = _concurrently(proxy, agents)  # recorded concurrently: the steps interleave
+    proxy.stop()
+    assert sorted(live) == agents and all(live[a][0] == f"Echo: {a}" for a in agents)
+    assert len(Trace.open(trace_path).events) == 12
+
+    replayer = proxies(trace_path, mode="replay", match="parallel")
+    assert _concurrently(replayer, random.Random(7).sample(agents, len(agents))) == live
     replayer.stop()
-    assert answers == live
-    assert all(live[p] == f"Echo: {p}" for p in prompts)
+    assert replayer.divergences == []
 
 
 def test_ordered_and_fuzzy_matching(stub: StubServer, upstreams, proxies, trace_path: Path) -> None:
