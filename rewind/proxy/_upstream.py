@@ -29,6 +29,7 @@ HOP_HEADERS = frozenset(
         "trailer",
         "transfer-encoding",
         "upgrade",
+        "expect",  # answered by the proxy itself (curl asks for 100-continue on big bodies)
         "host",
         "content-length",
         "content-encoding",
