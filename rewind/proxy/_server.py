@@ -107,6 +107,9 @@ class Proxy:
         if httpd is None:
             return
         httpd.shutdown()
+        # An exchange answers the agent before its step is written: let those in flight finish,
+        # or an agent that exits at once (and the proxy stopped after it) would lose its last step.
+        httpd.wait_idle(timeout=30)
         httpd.close_connections()
         httpd.server_close()
         if self._thread is not None:
@@ -174,6 +177,8 @@ class _Server(ThreadingHTTPServer):
         self.proxy = proxy
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
+        self._in_flight = 0
+        self._idle = threading.Condition()
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
@@ -187,6 +192,20 @@ class _Server(ThreadingHTTPServer):
         with self._connections_lock:
             self._connections.discard(request)
         super().shutdown_request(request)
+
+    def exchange_started(self) -> None:
+        with self._idle:
+            self._in_flight += 1
+
+    def exchange_ended(self) -> None:
+        with self._idle:
+            self._in_flight -= 1
+            if self._in_flight == 0:
+                self._idle.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        with self._idle:
+            return self._idle.wait_for(lambda: self._in_flight == 0, timeout=timeout)
 
     def close_connections(self) -> None:
         # An idle keep-alive connection would otherwise keep a stopped proxy answering.
@@ -276,6 +295,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._started = self._chunked = self._aborted = False
         proxy = self.server.proxy
         assert proxy._context is not None
+        self.server.exchange_started()
         try:
             proxy._context.copy().run(self._exchange, proxy)
             self._end_body()
@@ -286,6 +306,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             if not self._started:
                 _exchange.answer_json(self, 500, _exchange.proxy_error(f"rewind proxy internal error: {exc!r}"))
+        finally:
+            self.server.exchange_ended()
 
     def _read_body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":

@@ -780,3 +780,16 @@ def test_port_in_use_is_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "x.rewind").exists()
+
+
+def test_stop_waits_for_steps_still_being_written(stub: StubServer, upstreams, trace_path: Path) -> None:
+    """The agent gets its answer before the step is written; stopping right after must not lose it."""
+    import time
+
+    def slow(payload: Any) -> Any:
+        time.sleep(0.5)  # a redactor (or an SDK import for an error record) that takes its time
+        return payload
+
+    with Proxy(str(trace_path), upstreams=upstreams, redact=slow) as proxy:
+        assert _openai(proxy).chat.completions.create(**CHAT).choices[0].message.content == "Echo: hi"
+    assert [e.name for e in Trace.open(trace_path).events] == ["openai.chat.completions.create"]
