@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 EMBED  := $(VENV)/.embeddings
 
-.PHONY: install embeddings demo test test-compat test-frameworks test-import phoenix test-phoenix lint bench clean browser
+.PHONY: install embeddings demo test test-compat test-frameworks test-import phoenix test-phoenix lint bench clean browser node-proxy test-proxy-node
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -30,7 +30,7 @@ demo: $(STAMP)
 test: $(STAMP) $(EMBED)
 	$(PY) -m ruff check .
 	$(PY) -m mypy rewind exporters instrumentors
-	$(PY) -m pytest -n 2 -q -m "not phoenix and not frameworks and not importing"
+	$(PY) -m pytest -n 2 -q -m "not phoenix and not frameworks and not importing and not node"
 
 # Dual export against a real Arize Phoenix on loopback. Phoenix is large, so it lives in
 # a venv of its own and the test starts it as a separate process.
@@ -95,6 +95,16 @@ test-import:
 	    $$venv/bin/python -m pip install --quiet -e '.[dev,providers]' -r $$spec; \
 	    $$venv/bin/python -m pytest -q -p no:cacheprovider -m importing $$(sed -n 's/^# tests: //p' $$spec); \
 	done
+
+# The official openai npm package under Node, talking through `rewind proxy`: installed from
+# the npm registry into the test's own folder (tests/proxy/node/package.json pins it).
+NODE_AGENT := tests/proxy/node
+
+node-proxy:
+	cd $(NODE_AGENT) && npm ci --no-audit --no-fund --loglevel=error
+
+test-proxy-node: $(STAMP) node-proxy
+	REWIND_REQUIRE_NODE=1 $(PY) -m pytest -q -p no:cacheprovider -m node tests/proxy/test_proxy_node.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check .

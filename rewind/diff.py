@@ -53,6 +53,7 @@ _VOLATILE_WHOLE = re.compile(
       | \d{4}-\d{2}-\d{2}[T\s]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?      # iso time
       | [0-9a-fA-F]{16,}                                                              # hex id
       | [A-Za-z]+(?:[_-][A-Za-z]+)*[_-](?=[A-Za-z]*\d)[A-Za-z0-9]{12,}               # call_x1…, chatcmpl-…
+      | [A-Z][a-z]{2},\s\d{2}\s[A-Z][a-z]{2}\s\d{4}\s\d{2}:\d{2}:\d{2}\sGMT               # HTTP Date header
     )$""",
     re.VERBOSE,
 )

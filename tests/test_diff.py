@@ -166,7 +166,7 @@ def test_render_text_context_verbose_and_colour(tmp_path: Path) -> None:
     rows = [line.split()[:3] for line in text.splitlines() if re.match(r"^[ ~+-] +(\d+|·) +(\d+|·) ", line)]
     assert rows == [["4", "4", "tool"], ["~", "5", "5"], ["6", "6", "tool"]]
     assert "⋮  4 steps equal" in text and "◀ first divergence" in text
-    assert 'request.which: 5 → changed' in text
+    assert "request.which: 5 → changed" in text
     assert "first divergence: step 5 tool 't': the request changed, the outcome did not" in text
     assert render_text(diff, context=0).count("⋮") == 2
     assert "⋮" not in render_text(diff, context=20)
@@ -239,3 +239,22 @@ def test_long_strings_that_share_a_prefix_are_shown_around_their_difference() ->
     (line,) = _path_lines(before_run, after_run, "request")
     before, after = line.split(" → ")
     assert "Porto" in before and "Lisbon" in after
+
+
+def test_an_http_date_header_is_a_per_run_value(tmp_path: Path) -> None:
+    # A recorded provider error keeps its response headers; two runs a second apart differ only by Date.
+    def run(path: Path, date: str) -> Path:
+        @rewind.llm(name="chat")
+        def chat(**request: object) -> dict[str, object]:
+            raise RuntimeError("overloaded")
+
+        with rewind.record(path):
+            try:
+                chat(model="m", response={"headers": {"date": date}})
+            except RuntimeError:
+                pass
+        return path
+
+    a = run(tmp_path / "a.rewind", "Thu, 03 Dec 2026 14:09:18 GMT")
+    b = run(tmp_path / "b.rewind", "Thu, 03 Dec 2026 14:09:19 GMT")
+    assert [e.op for e in diff_traces(a, b).entries] == [EQUAL]

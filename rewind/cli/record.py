@@ -52,6 +52,16 @@ def _destination(trace_path: str) -> str:
     is_flag=True,
     help="Replace an existing TRACE even when CMD fails (by default a failed run keeps it).",
 )
+@click.option(
+    "--proxy",
+    "through_proxy",
+    is_flag=True,
+    help="CMD is any program (Node, Go, Java ...): record it through `rewind proxy`, every SDK's base-URL "
+    "variable pointed at the proxy (docs/proxy.md).",
+)
+@click.option(
+    "--upstream", "upstreams", multiple=True, metavar="PROVIDER=URL", help="With --proxy: where a provider's API is."
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing of ours when the run succeeds.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
 @click.pass_context
@@ -63,6 +73,8 @@ def command(
     redact: str | None,
     normalize: str | None,
     force: bool,
+    through_proxy: bool,
+    upstreams: tuple[str, ...],
     quiet: bool,
     command: tuple[str, ...],
 ) -> None:
@@ -94,7 +106,24 @@ def command(
         session["REWIND_REDACT"] = redact
     if normalize:
         session["REWIND_NORMALIZE"] = normalize
-    outcome = run_child(argv, session)
+    if through_proxy:
+        from .proxy import proxy_status, run_through_proxy
+
+        returncode, proxy = run_through_proxy(
+            target,
+            argv,
+            mode="record",
+            upstreams=upstreams,
+            redact=redact,
+            normalize=normalize,
+            meta=json.loads(session["REWIND_META"]) if "REWIND_META" in session else None,
+            externalize=externalize,
+        )
+        outcome = Outcome(returncode, proxy_status(proxy))
+    elif upstreams:
+        raise CliError("--upstream applies to --proxy")
+    else:
+        outcome = run_child(argv, session)
     kept = _settle(Path(target), Path(path), outcome, previous=previous, force=force)
     kept_shown = str(scratch.failed_path(Path(trace_path))) if kept else None
 

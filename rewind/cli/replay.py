@@ -10,7 +10,7 @@ import click
 from .. import summary
 from ..policy import ReplayPolicy
 from ._common import CliError, open_trace
-from ._run import CHILD_CONTEXT, check_callable_spec, check_command, finish, run_child
+from ._run import CHILD_CONTEXT, Outcome, check_callable_spec, check_command, finish, run_child
 from ._runs import check_runs_options, child_attempt, runs_options, verdict
 
 STRATEGIES = ("strict", "ordered", "fuzzy", "parallel")
@@ -95,6 +95,12 @@ def _same_path(a: str, b: str) -> bool:
 @click.option(
     "--allow-host", "allow_hosts", multiple=True, metavar="HOST", help="With --network block: keep HOST reachable."
 )
+@click.option(
+    "--proxy",
+    "through_proxy",
+    is_flag=True,
+    help="CMD is any program (Node, Go, Java ...): answer it from TRACE through `rewind proxy` (docs/proxy.md).",
+)
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing of ours when the run succeeds.")
 @runs_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
@@ -115,6 +121,7 @@ def command(
     normalize: str | None,
     network: str,
     allow_hosts: tuple[str, ...],
+    through_proxy: bool,
     quiet: bool,
     command: tuple[str, ...],
     **many: Any,
@@ -177,6 +184,26 @@ def command(
     if save_as is not None and os.path.exists(save_as) and _same_path(save_as, trace_path):
         raise CliError(f"--save-as {save_as} is the trace being replayed; pass a different PATH")
 
+    if through_proxy:
+        if (
+            fork_at is not None
+            or break_at is not None
+            or require_full_consumption
+            or network == "block"
+            or policy.hybrid
+            or save_as is not None
+            or many["runs"] is not None
+        ):
+            raise CliError(
+                "--proxy replays a whole run: --fork-at, --break-at, --require-full-consumption, --network, "
+                "--live, --save-as and --runs apply to Python programs"
+            )
+        from .proxy import proxy_status, run_through_proxy
+
+        returncode, proxy = run_through_proxy(trace_path, argv, mode="replay", match=match, normalize=normalize)
+        outcome = Outcome(returncode, proxy_status(proxy))
+        finish(ctx, outcome, summary=lambda status: summary.replayed(status, trace_path, steps), quiet=quiet)
+        return
     if policy.hybrid and match in ("strict", "ordered"):
         if ctx.get_parameter_source("match") is not click.core.ParameterSource.DEFAULT:
             raise CliError(f"--live serves the rest of the run by identity: use --match parallel or fuzzy, not {match}")
