@@ -15,34 +15,15 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from dist_contents import REPO, problems, source_files
-
-
-def _clean_copy(target: Path) -> Path:
-    """The checkout's files as a fresh clone has them: no build/, no egg-info, no caches."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO, capture_output=True, check=True,
-    ).stdout.decode().split("\0")
-    for name in filter(None, listed):
-        source = REPO / name
-        if source.is_file():
-            (target / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target / name)
-    return target
+from dists import REPO, build, problems, source_files
 
 
 @pytest.fixture(scope="module")
 def dists(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.fail("tests/test_packaging.py builds from `git ls-files` of the checkout: it needs git and a clone")
-    source = _clean_copy(tmp_path_factory.mktemp("clone"))
     out = tmp_path_factory.mktemp("dist")
-    # The sdist first, then the wheel built from it (build's default): the sdist must be enough.
-    built = subprocess.run(
-        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(source)],
-        capture_output=True, text=True, timeout=300,
-    )
+    built = build(out)
     assert built.returncode == 0, built.stdout + built.stderr
     # setuptools prints its warnings (a data folder that is no package, …) inside a box of stars.
     assert "*****" not in built.stdout + built.stderr, built.stdout + built.stderr

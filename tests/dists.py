@@ -1,19 +1,28 @@
-"""Check a built wheel or sdist against the source tree it was built from.
+"""Build the sdist and the wheel as a fresh clone would, and check them against the source tree.
 
-    python tests/dist_contents.py dist/agent_rewind_otel-*.whl dist/agent_rewind_otel-*.tar.gz
+    python tests/dists.py build OUTDIR      # sdist, then the wheel from it; then check both
+    python tests/dists.py check FILE...     # check a wheel (.whl) or an sdist (.tar.gz)
+
+Building starts from a clean copy of the checkout (``git ls-files``: tracked files and new
+ones not ignored): setuptools reuses an ``*.egg-info`` left in the tree by an editable
+install, which once hid a package missing from the wheel.
 
 A wheel must hold every module and data file under ``rewind/`` (and ``instrumentors/`` and
 ``exporters/`` as ``rewind/instrumentors/`` and ``rewind/exporters/``), the start-up hook
 ``zz_agent_rewind_otel.pth`` at its root, and nothing else at its root but its ``.dist-info``.
 An sdist must hold the same source files under their own folders, plus what building a wheel
 from it needs. Exit status 0 when both are right; 1 with one line per problem otherwise.
-Standard library only: CI runs it before anything is installed.
+``check`` uses the standard library only; ``build`` needs ``build`` and ``setuptools``
+(the dev extra) in the running Python.
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import sys
 import tarfile
+import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
@@ -74,17 +83,53 @@ def problems(path: Path, root: Path = REPO) -> list[str]:
     return [f"{path}: neither a wheel (.whl) nor an sdist (.tar.gz)"]
 
 
-def main(argv: list[str]) -> int:
-    if not argv:
-        print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
-        return 2
-    found = [problem for arg in argv for problem in problems(Path(arg))]
+def clean_copy(target: Path, root: Path = REPO) -> Path:
+    """The checkout's files as a fresh clone has them: no build/, no egg-info, no caches."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=root,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        if (root / name).is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(root / name, target / name)
+    return target
+
+
+def build(out: Path, root: Path = REPO) -> subprocess.CompletedProcess[str]:
+    """The sdist, then the wheel built from it (build's default: the sdist must be enough)."""
+    with tempfile.TemporaryDirectory(prefix="rewind-dist-") as scratch:
+        source = clean_copy(Path(scratch), root)
+        command = [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(source)]
+        return subprocess.run(command, capture_output=True, text=True, timeout=300)
+
+
+def check(paths: list[Path]) -> int:
+    found = [problem for path in paths for problem in problems(path)]
     for problem in found:
         print(problem, file=sys.stderr)
-    for arg in argv:
-        if not any(problem.startswith(Path(arg).name) for problem in found):
-            print(f"{Path(arg).name}: every module, static file and the start-up hook; nothing stray")
+    for path in paths:
+        if not any(problem.startswith(path.name) for problem in found):
+            print(f"{path.name}: every module, static file and the start-up hook; nothing stray")
     return 1 if found else 0
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "build":
+        out = Path(argv[1]).resolve()
+        built = build(out)
+        # setuptools prints its warnings (a data folder that is no package, …) in a box of stars.
+        if built.returncode != 0 or "*****" in built.stdout + built.stderr:
+            print(built.stdout + built.stderr, file=sys.stderr)
+            print("building the sdist and the wheel failed or warned (above)", file=sys.stderr)
+            return 1
+        return check(sorted([*out.glob("*.whl"), *out.glob("*.tar.gz")]))
+    if len(argv) > 1 and argv[0] == "check":
+        return check([Path(arg) for arg in argv[1:]])
+    print("usage: python tests/dists.py build OUTDIR | check FILE...", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":
