@@ -53,7 +53,7 @@ test: $(STAMP) $(EMBED)
 # checked (tests/dists.py), each installed into a clean venv and tested there by
 # tests/installed/, run from an empty folder so that no source tree is on sys.path.
 DIST := .dist
-INSTALLED_DEPS := pytest opentelemetry-distro opentelemetry-exporter-otlp-proto-http
+INSTALLED_DEPS := pytest pytest-xdist opentelemetry-distro opentelemetry-exporter-otlp-proto-http
 
 test-installed: $(STAMP)
 	rm -rf $(DIST)

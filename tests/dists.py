@@ -1,6 +1,6 @@
 """Build the sdist and the wheel as a fresh clone would, and check them against the source tree.
 
-    python tests/dists.py build OUTDIR      # sdist, then the wheel from it; then check both
+    python tests/dists.py build OUTDIR      # the sdist, and the wheel as the README says; check both
     python tests/dists.py check FILE...     # check a wheel (.whl) or an sdist (.tar.gz)
 
 Building starts from a clean copy of the checkout (``git ls-files``: tracked files and new
@@ -98,12 +98,28 @@ def clean_copy(target: Path, root: Path = REPO) -> Path:
     return target
 
 
-def build(out: Path, root: Path = REPO) -> subprocess.CompletedProcess[str]:
-    """The sdist, then the wheel built from it (build's default: the sdist must be enough)."""
+# The README's own instruction for building a wheel (tests/test_packaging.py holds it to the README).
+README_WHEEL = ["-m", "pip", "wheel", "--no-deps", "-w"]
+
+
+def build(out: Path, root: Path = REPO, *, isolated: bool = True) -> subprocess.CompletedProcess[str]:
+    """The sdist (``python -m build --sdist``) and the wheel the README's way (``pip wheel``).
+
+    ``isolated=False`` builds with the running Python's setuptools instead of fetching one:
+    offline, for the test suite.
+    """
     with tempfile.TemporaryDirectory(prefix="rewind-dist-") as scratch:
         source = clean_copy(Path(scratch), root)
-        command = [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(source)]
-        return subprocess.run(command, capture_output=True, text=True, timeout=300)
+        offline = [] if isolated else ["--no-isolation"]
+        sdist = [sys.executable, "-m", "build", "--sdist", *offline, "--outdir", str(out), str(source)]
+        done = subprocess.run(sdist, capture_output=True, text=True, timeout=300)
+        if done.returncode != 0:
+            return done
+        offline = [] if isolated else ["--no-build-isolation"]
+        wheel = [sys.executable, *README_WHEEL, str(out), *offline, "."]
+        built = subprocess.run(wheel, cwd=source, capture_output=True, text=True, timeout=300)
+        output = (done.stdout + built.stdout, done.stderr + built.stderr)
+        return subprocess.CompletedProcess(wheel, built.returncode, *output)
 
 
 def check(paths: list[Path]) -> int:

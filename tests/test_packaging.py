@@ -15,7 +15,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from dists import REPO, build, problems, source_files
+from dists import README_WHEEL, REPO, build, problems, source_files
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +23,7 @@ def dists(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.fail("tests/test_packaging.py builds from `git ls-files` of the checkout: it needs git and a clone")
     out = tmp_path_factory.mktemp("dist")
-    built = build(out)
+    built = build(out, isolated=False)  # offline: the dev extra's setuptools
     assert built.returncode == 0, built.stdout + built.stderr
     # setuptools prints its warnings (a data folder that is no package, …) inside a box of stars.
     assert "*****" not in built.stdout + built.stderr, built.stdout + built.stderr
@@ -67,3 +67,9 @@ def test_every_module_of_the_wheel_imports_from_the_wheel(dists: dict[str, Path]
     command = [sys.executable, "-I", "-c", code]
     result = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_readme_builds_and_installs_the_wheel_we_check(dists: dict[str, Path]) -> None:
+    readme = (REPO / "README.md").read_text()
+    assert "python " + " ".join(README_WHEEL) + " dist ." in readme
+    assert f"pip install 'dist/{dists['wheel'].name}[anthropic]'" in readme

@@ -191,6 +191,7 @@ def test_the_pytest_plugin_records_then_replays_a_golden_trace(stub: StubServer,
     recorded = pytest_run("--rewind-record")
     assert recorded.returncode == 0 and "1 recorded" in recorded.stdout, recorded.stdout + recorded.stderr
     assert stub.request_count == 1
-    replayed = pytest_run(OPENAI_API_KEY="")
-    assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+    # docs/testing.md's CI recipe: the wheel installed, no key, `pytest -n auto` (xdist workers).
+    replayed = pytest_run("-n", "2", OPENAI_API_KEY="")
+    assert replayed.returncode == 0 and "1 passed" in replayed.stdout, replayed.stdout + replayed.stderr
     assert stub.request_count == 1
