@@ -3,34 +3,92 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
+# The tested set of SDK releases (and everything else .venv holds): `make pins` refreshes it.
+CONSTRAINTS := constraints/tested.txt
+HASH   := $(shell cat pyproject.toml $(CONSTRAINTS) | cksum | cut -d' ' -f1)
+STAMP  := $(VENV)/.installed-$(HASH)
+DEMO_STAMP := $(VENV)/.demo-$(HASH)
 EMBED  := $(VENV)/.embeddings
+# CI=1 (set by .ci/run): what is best effort on a laptop must install or fail the run.
+BEST_EFFORT := $(if $(CI),,-)
+# REPORTS=DIR: each pytest run also writes DIR/<suite>.xml, which .ci/skips.py reads.
+JUNIT = $(if $(REPORTS),--junitxml=$(abspath $(REPORTS))/$(1).xml)
 
-.PHONY: install embeddings demo test test-compat test-frameworks test-import phoenix test-phoenix lint bench clean browser node-proxy test-proxy-node
+.PHONY: install embeddings demo test test-compat test-frameworks test-import phoenix test-phoenix lint bench clean browser
+.PHONY: test-installed test-latest pins bench-smoke node-proxy test-proxy-node
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,providers]'
+	$(PY) -m pip install --quiet -e '.[dev,providers]' -c $(CONSTRAINTS)
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
 install: $(STAMP)
 
 # The embeddings extra for semantic fuzzy matching. torch's CPU build goes in first so
-# pip never resolves a CUDA build. Best effort: without it the embedding tests skip.
+# pip never resolves a CUDA build. Best effort on a laptop (the embedding tests then skip);
+# under CI=1 a failed install fails the run.
 $(EMBED): $(STAMP)
-	-$(PY) -m pip install --quiet torch==2.13.0 && $(PY) -m pip install --quiet -e '.[embeddings]' && touch $@
+	$(BEST_EFFORT)$(PY) -m pip install --quiet torch==2.13.0 && $(PY) -m pip install --quiet -e '.[embeddings]' && touch $@
 
 embeddings: $(EMBED)
 
-demo: $(STAMP)
+# The demo needs rewind's core only: no provider SDK, no test tools. A .venv that
+# `make test` already filled has it.
+$(DEMO_STAMP): pyproject.toml $(CONSTRAINTS)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@test -e $(STAMP) || $(PY) -m pip install --quiet -e . -c $(CONSTRAINTS)
+	@touch $@
+
+demo: $(DEMO_STAMP)
 	$(PY) examples/time_travel_demo.py
 
 test: $(STAMP) $(EMBED)
 	$(PY) -m ruff check .
 	$(PY) -m mypy rewind exporters instrumentors
-	$(PY) -m pytest -n 2 -q -m "not phoenix and not frameworks and not importing and not node"
+	$(PY) -m pytest -n 2 -q -m "not phoenix and not frameworks and not importing and not node" $(call JUNIT,test)
+
+# What users install: the sdist and the wheel, built from a clean copy of the checkout and
+# checked (tests/dists.py), each installed into a clean venv and tested there by
+# tests/installed/, run from an empty folder so that no source tree is on sys.path.
+DIST := .dist
+INSTALLED_DEPS := pytest pytest-xdist opentelemetry-distro opentelemetry-exporter-otlp-proto-http
+
+test-installed: $(STAMP)
+	rm -rf $(DIST)
+	$(PY) tests/dists.py build $(DIST)
+	@set -e; for kind in wheel sdist; do \
+	    case $$kind in wheel) dist=$$(ls $(abspath $(DIST))/*.whl);; *) dist=$$(ls $(abspath $(DIST))/*.tar.gz);; esac; \
+	    venv=$(abspath .venv-installed-$$kind); run=$$(mktemp -d); \
+	    echo "== installed from the $$kind ($$dist)"; \
+	    rm -rf $$venv && $(PYTHON) -m venv $$venv; \
+	    $$venv/bin/python -m pip install --quiet --upgrade pip; \
+	    $$venv/bin/python -m pip install --quiet "agent-rewind-otel[openai] @ file://$$dist" $(INSTALLED_DEPS) -c $(CONSTRAINTS); \
+	    cp tests/installed/*.py tests/importing/otlp_files.py $$run/; \
+	    (cd $$run && $$venv/bin/python -m pytest -q -p no:cacheprovider $(call JUNIT,installed-$$kind) .) || { rm -rf $$run; exit 1; }; \
+	    rm -rf $$run; \
+	done
+
+# The newest release of every SDK, framework and instrumentation, not the tested set: the
+# whole suite in .venv-latest (no constraints, --upgrade), then the framework battery and the
+# importers with their pins dropped (LATEST=1). A failure here is upstream breaking us.
+LATEST_VENV := .venv-latest
+
+test-latest:
+	@test -x $(LATEST_VENV)/bin/python || $(PYTHON) -m venv $(LATEST_VENV)
+	$(LATEST_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(LATEST_VENV)/bin/python -m pip install --quiet --upgrade --upgrade-strategy eager -e '.[dev,providers]'
+	$(LATEST_VENV)/bin/python -m pytest -n 2 -q -p no:cacheprovider -m "not phoenix and not frameworks and not importing and not node" $(call JUNIT,latest)
+	$(MAKE) test-frameworks LATEST=1
+	$(MAKE) test-import LATEST=1
+
+# After `make test-latest` passed: the versions it ran become the tested set. The header
+# comment is kept; re-add any release held back by hand (see CONTRIBUTING.md).
+pins:
+	@test -x $(LATEST_VENV)/bin/python || { echo "run make test-latest first" >&2; exit 2; }
+	{ sed -n '/^#/!q;p' $(CONSTRAINTS); $(LATEST_VENV)/bin/python -m pip freeze --exclude-editable; } > $(CONSTRAINTS).new
+	mv $(CONSTRAINTS).new $(CONSTRAINTS)
 
 # Dual export against a real Arize Phoenix on loopback. Phoenix is large, so it lives in
 # a venv of its own and the test starts it as a separate process.
@@ -46,7 +104,7 @@ $(PHOENIX_STAMP):
 phoenix: $(PHOENIX_STAMP)
 
 test-phoenix: $(STAMP) $(PHOENIX_STAMP)
-	REWIND_PHOENIX_PYTHON=$(PHOENIX_VENV)/bin/python $(PY) -m pytest -q -m phoenix tests/test_phoenix.py tests/test_import_phoenix.py
+	REWIND_PHOENIX_PYTHON=$(PHOENIX_VENV)/bin/python $(PY) -m pytest -q -m phoenix $(call JUNIT,phoenix) tests/test_phoenix.py tests/test_import_phoenix.py
 
 # The oldest SDK release of each provider, each in a venv of its own: compat/<name>.txt
 # pins it and names its tests. ONLY=name runs one provider.
@@ -59,7 +117,7 @@ test-compat:
 	    test -x $$venv/bin/python || $(PYTHON) -m venv $$venv; \
 	    $$venv/bin/python -m pip install --quiet --upgrade pip; \
 	    $$venv/bin/python -m pip install --quiet -e '.[dev]' -r $$spec; \
-	    $$venv/bin/python -m pytest -q -p no:cacheprovider $$(sed -n 's/^# tests: //p' $$spec); \
+	    $$venv/bin/python -m pytest -q -p no:cacheprovider $(call JUNIT,compat-$$name) $$(sed -n 's/^# tests: //p' $$spec); \
 	done
 
 # Debian's chromium for the HTML report's browser tests (tests/test_report_browser.py
@@ -70,16 +128,22 @@ browser:
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 	@chromium --version
 
+# LATEST=1 (make test-latest): a spec's packages by name only, at their newest releases, in
+# venvs of their own (…-latest). A shell snippet for the loops below: sets $$reqs.
+NEWEST = reqs=$$spec; if [ -n "$(LATEST)" ]; then venv=$$venv-latest; reqs=$$(mktemp); \
+    sed -e 's/\#.*//' -e 's/[=<>!~;].*//' -e 's/ *$$//' $$spec | grep . > $$reqs; fi
+UPGRADE = $(if $(LATEST),--upgrade --upgrade-strategy eager)
+
 # The real-agent battery: unmodified agents of real frameworks, recorded against the stub
 # server and replayed with it stopped. One venv per resolver group (frameworks/<group>.txt).
 test-frameworks:
 	@set -e; for spec in frameworks/$(ONLY).txt; do \
-	    name=$$(basename $$spec .txt); venv=.venv-fw-$$name; \
-	    echo "== frameworks: $$name ($$spec)"; \
+	    name=$$(basename $$spec .txt); venv=.venv-fw-$$name; $(NEWEST); \
+	    echo "== frameworks: $$name ($$reqs)"; \
 	    test -x $$venv/bin/python || $(PYTHON) -m venv $$venv; \
 	    $$venv/bin/python -m pip install --quiet --upgrade pip; \
-	    $$venv/bin/python -m pip install --quiet -e ".[$$(sed -n 's/^# extras: //p' $$spec)]" -r $$spec; \
-	    $$venv/bin/python -m pytest -q -p no:cacheprovider -m frameworks $$(sed -n 's/^# tests: //p' $$spec); \
+	    $$venv/bin/python -m pip install --quiet $(UPGRADE) -e ".[$$(sed -n 's/^# extras: //p' $$spec)]" -r $$reqs; \
+	    $$venv/bin/python -m pytest -q -p no:cacheprovider -m frameworks $(call JUNIT,frameworks-$$name$(if $(LATEST),-latest)) $$(sed -n 's/^# tests: //p' $$spec); \
 	done
 
 # `rewind import` against the spans of real third-party GenAI instrumentations (official
@@ -88,12 +152,12 @@ test-frameworks:
 # (importers/<group>.txt pins it and names its tests). ONLY=group runs one.
 test-import:
 	@set -e; for spec in importers/$(ONLY).txt; do \
-	    name=$$(basename $$spec .txt); venv=.venv-import-$$name; \
-	    echo "== importers: $$name ($$spec)"; \
+	    name=$$(basename $$spec .txt); venv=.venv-import-$$name; $(NEWEST); \
+	    echo "== importers: $$name ($$reqs)"; \
 	    test -x $$venv/bin/python || $(PYTHON) -m venv $$venv; \
 	    $$venv/bin/python -m pip install --quiet --upgrade pip; \
-	    $$venv/bin/python -m pip install --quiet -e '.[dev,providers]' -r $$spec; \
-	    $$venv/bin/python -m pytest -q -p no:cacheprovider -m importing $$(sed -n 's/^# tests: //p' $$spec); \
+	    $$venv/bin/python -m pip install --quiet $(UPGRADE) -e '.[dev,providers]' -r $$reqs; \
+	    $$venv/bin/python -m pytest -q -p no:cacheprovider -m importing $(call JUNIT,import-$$name$(if $(LATEST),-latest)) $$(sed -n 's/^# tests: //p' $$spec); \
 	done
 
 # The official openai npm package under Node, talking through `rewind proxy`: installed from
@@ -104,7 +168,7 @@ node-proxy:
 	cd $(NODE_AGENT) && npm ci --no-audit --no-fund --loglevel=error
 
 test-proxy-node: $(STAMP) node-proxy
-	REWIND_REQUIRE_NODE=1 $(PY) -m pytest -q -p no:cacheprovider -m node tests/proxy/test_proxy_node.py
+	REWIND_REQUIRE_NODE=1 $(PY) -m pytest -q -p no:cacheprovider -m node $(call JUNIT,proxy-node) tests/proxy/test_proxy_node.py
 
 lint: $(STAMP)
 	$(PY) -m ruff check .
@@ -122,5 +186,10 @@ $(BASELINE_VENV)/.installed:
 bench: $(STAMP) $(BASELINE_VENV)/.installed
 	$(PY) benchmarks/run.py
 
+# Every benchmark script at tiny sizes, no timing verdicts (a CI step): none can rot unnoticed.
+bench-smoke: $(STAMP) $(BASELINE_VENV)/.installed
+	$(PY) benchmarks/run.py --smoke
+
 clean:
 	rm -rf $(VENV) .venv-compat-* .venv-fw-* .venv-import-* $(PHOENIX_VENV) $(BASELINE_VENV) build dist *.egg-info .pytest_cache .ruff_cache
+	rm -rf .venv-installed-* $(LATEST_VENV) $(DIST)

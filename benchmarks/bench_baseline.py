@@ -55,8 +55,9 @@ def main(argv: list[str] | None = None) -> int:
 
     report = c.Reporter("baseline", f"agent-rewind-otel vs agent-rewind 0.8.0: {args.calls:,} calls")
     if not Path(args.python).exists():
-        report.note(f"skipped: no {args.python} (make bench creates it: pip install agent-rewind==0.8.0)")
-        return 0
+        # A failure, not a skip: make bench and make bench-smoke create it, so its absence is a broken setup.
+        report.note(f"cannot run: no {args.python} (make bench creates it: pip install agent-rewind==0.8.0)")
+        return 2
     ours: list[dict[str, float]] = []
     theirs: list[dict[str, float]] = []
     for _ in range(2):

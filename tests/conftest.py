@@ -12,6 +12,8 @@ import pytest
 from rewind.stub_server import StubServer
 
 REPO = Path(__file__).resolve().parent.parent
+# tests/installed/ runs against an installed copy, from a folder of its own (make test-installed).
+collect_ignore = ["installed"]
 
 
 @pytest.fixture
