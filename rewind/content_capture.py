@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -103,7 +104,7 @@ def output_attributes(kind: str, response: Any) -> dict[str, str]:
 def event_attributes(event: Any) -> dict[str, str]:
     """The step's whole trace line and its sha256, so ``rewind import`` can rebuild the step
     from a backend exactly and prove it (a line cut by an attribute length limit fails)."""
-    line = event.to_line().decode("utf-8", "surrogatepass")
+    line = _utf8_json(event.to_line().decode("utf-8", "surrogatepass"))
     digest = hashlib.sha256(line.encode("utf-8", "surrogatepass")).hexdigest()
     return {"rewind.event": line, "rewind.event.sha256": digest}
 
@@ -228,4 +229,16 @@ def _flat(parts: list[dict[str, Any]]) -> Any:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _utf8_json(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _utf8_json(text: str) -> str:
+    """JSON text that OTLP can carry: a lone surrogate (valid in a Python string, in a JSON
+    escape, never in UTF-8) spelled as its ``\\uXXXX`` escape, which means the same data.
+    Without it the OTLP encoder drops the attribute."""
+    if not _LONE_SURROGATE.search(text):
+        return text
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

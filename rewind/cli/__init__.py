@@ -36,6 +36,7 @@ COMMANDS: dict[str, str] = {
     "mutate": ".mutate",
     "import": ".import_",
     "check": ".check",
+    "export": ".export",
 }
 
 
