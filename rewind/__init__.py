@@ -68,6 +68,7 @@ _LAZY = {
     "TelemetryError": "rewind.importing",
     "TelemetryMatcher": "rewind.importing",
     "check_trace": "rewind.importing",
+    "export_trace": "rewind.importing.export",
     "import_telemetry": "rewind.importing",
     "mutate": "rewind.what_if",
     "NetworkBlockedError": "rewind.network_guard",
@@ -157,5 +158,6 @@ __all__ = [
     "TelemetryError",
     "TelemetryMatcher",
     "check_trace",
+    "export_trace",
     "import_telemetry",
 ]
