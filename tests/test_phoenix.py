@@ -237,3 +237,42 @@ def test_spans_reach_phoenix_and_the_trace_file_replays(phoenix: Phoenix, tmp_pa
     roots = {s["context"]["trace_id"]: s for s in spans if s["name"] == "invoke_agent"}
     for span in (recorded, replayed):
         assert span["parent_id"] == roots[span["context"]["trace_id"]]["context"]["span_id"]
+
+
+def test_rewind_export_reaches_phoenix_and_imports_back_the_same_trace(phoenix: Phoenix, tmp_path: Path) -> None:
+    """A run recorded with no pipeline around it, sent afterwards with `rewind export`, then
+    pulled back from Phoenix with `rewind import`: the same steps, proven by their digests."""
+    import hashlib
+
+    project, back = "rewind-export", tmp_path / "back.rewind"
+    source = REPO / "tests" / "fixtures" / "corpus" / "decorators.rewind.gz"  # tools, errors, odd text
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REWIND_"))}
+    env["OTEL_RESOURCE_ATTRIBUTES"] = f"openinference.project.name={project}"
+    rewind_cli = str(Path(sys.executable).parent / "rewind")
+    sent = subprocess.run(
+        [rewind_cli, "export", str(source), "--endpoint", phoenix.url + "/v1/traces", "--service", "ci-agent"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert sent.returncode == 0, sent.stderr
+    steps = len(rewind.Trace.load(source))
+    spans = phoenix.wait_for_spans(project, steps + 1)
+    assert len(spans) == steps + 1, spans
+    [root] = [s for s in spans if s["name"] == "invoke_agent"]
+    assert all(s["parent_id"] == root["context"]["span_id"] for s in spans if s is not root)
+
+    pulled = subprocess.run(
+        [rewind_cli, "import", phoenix.url, "--project", project, "-o", str(back)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+
+    def digests(path: Path) -> list[str]:
+        return [hashlib.sha256(event.to_line()).hexdigest() for event in rewind.Trace.load(path).events]
+
+    assert digests(back) == digests(source)
