@@ -11,7 +11,11 @@ Two independent axes:
 ``build`` orders the steps causally and rebuilds each model call in its provider's wire
 shape (``wire``), so the SDK instrumentors revive it as real SDK objects;
 ``TelemetryMatcher`` replays it comparing what telemetry carries; ``check`` says, per
-step, whether a trace can be replayed and why not.
+step, whether a trace can be replayed and why not. ``content_refs`` puts back content a
+GenAI completion hook left in external storage before the mappers read the spans.
+
+``export`` is the writer beside the readers: a trace as spans in rewind's own layout,
+written as OTLP JSON lines or sent over OTLP/HTTP (``rewind export``).
 """
 
 from __future__ import annotations
