@@ -41,7 +41,7 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 
 from .. import content_capture
 from ..core import OPERATIONS
-from ..telemetry import usage_attributes
+from ..telemetry import RUN_OPERATION, legacy_attributes, usage_attributes
 from ..trace import Event, Trace
 from .errors import TelemetryError
 
@@ -52,7 +52,6 @@ BATCH = 100
 PROTOCOLS = ("http/protobuf", "http/json")
 _TRACES_PATH = "/v1/traces"
 _IDS = {"traceId", "spanId", "parentSpanId"}
-_RUN = "invoke_agent"
 
 
 @dataclass
@@ -101,10 +100,10 @@ def trace_spans(trace: Trace, *, name: str, service: str = SERVICE) -> list[Read
     start = min((t[0] for t in times), default=_created_ns(trace))
     end = max((t[1] for t in times), default=start)
     run = tracer.start_span(
-        _RUN,
+        RUN_OPERATION,
         kind=trace_api.SpanKind.INTERNAL,
         start_time=start,
-        attributes={"gen_ai.operation.name": _RUN, "rewind.mode": "record", "rewind.trace": name},
+        attributes={"gen_ai.operation.name": RUN_OPERATION, "rewind.mode": "record", "rewind.trace": name},
     )
     parent = trace_api.set_span_in_context(run)
     for event, (step_start, step_end) in zip(trace.events, times):
@@ -148,6 +147,7 @@ def _step_attributes(event: Event, operation: str) -> dict[str, Any]:
         attrs.update(usage_attributes(event.response))
         attrs.update(content_capture.output_attributes(event.kind, event.response))
     attrs.update(content_capture.event_attributes(event))
+    attrs.update(legacy_attributes(attrs))  # REWIND_GENAI_LEGACY_ATTRIBUTES, as live spans
     return attrs
 
 
