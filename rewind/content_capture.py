@@ -30,14 +30,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from opentelemetry.semconv._incubating.attributes.gen_ai_attributes import (
-    GEN_AI_INPUT_MESSAGES,
-    GEN_AI_OUTPUT_MESSAGES,
-    GEN_AI_SYSTEM_INSTRUCTIONS,
-    GEN_AI_TOOL_CALL_ARGUMENTS,
-    GEN_AI_TOOL_CALL_RESULT,
-    GEN_AI_TOOL_DEFINITIONS,
-)
+from . import genai_names as names
 
 ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 #: The event that carries a call's content when the mode says "event" (GenAI conventions).
@@ -84,7 +77,7 @@ def capturing() -> bool:
 def input_attributes(kind: str, operation: str, request: Any) -> dict[str, str]:
     """Content attributes of a call's (stored) request."""
     if kind == "tool":
-        return {GEN_AI_TOOL_CALL_ARGUMENTS: _json(request)}
+        return {names.TOOL_CALL_ARGUMENTS: _json(request)}
     if kind != "llm" or operation != "chat" or not isinstance(request, Mapping):
         return {}
     attrs: dict[str, str] = {}
@@ -97,19 +90,19 @@ def input_attributes(kind: str, operation: str, request: Any) -> dict[str, str]:
         messages = _response_items(request["input"], default_role="user")
         system = _parts(request.get("instructions"))
     if messages:
-        attrs[GEN_AI_INPUT_MESSAGES] = _json(messages)
+        attrs[names.INPUT_MESSAGES] = _json(messages)
     if system:
-        attrs[GEN_AI_SYSTEM_INSTRUCTIONS] = _json(system)
+        attrs[names.SYSTEM_INSTRUCTIONS] = _json(system)
     tools = _tool_definitions(request.get("tools"))
     if tools:
-        attrs[GEN_AI_TOOL_DEFINITIONS] = _json(tools)
+        attrs[names.TOOL_DEFINITIONS] = _json(tools)
     return attrs
 
 
 def output_attributes(kind: str, response: Any) -> dict[str, str]:
     """Content attributes of a call's (stored) response."""
     if kind == "tool":
-        return {GEN_AI_TOOL_CALL_RESULT: _json(response)}
+        return {names.TOOL_CALL_RESULT: _json(response)}
     if kind != "llm":
         return {}
     messages: list[dict[str, Any]] = []
@@ -140,7 +133,7 @@ def output_attributes(kind: str, response: Any) -> dict[str, str]:
                     "finish_reason": "stop" if status == "completed" else str(status or ""),
                 }
             )
-    return {GEN_AI_OUTPUT_MESSAGES: _json(messages)} if messages else {}
+    return {names.OUTPUT_MESSAGES: _json(messages)} if messages else {}
 
 
 def event_attributes(event: Any) -> dict[str, str]:

@@ -23,8 +23,8 @@ from opentelemetry import trace as trace_api
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
-from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 
+from . import genai_names as names
 from ._channel import PARCELS
 from ._span_errors import annotate, exported_message, request_credentials
 
@@ -188,11 +188,11 @@ class RunSpan:
 
 #: Set to 1 to add the older GenAI attribute names beside today's, for backends that read them.
 LEGACY_ENV = "REWIND_GENAI_LEGACY_ATTRIBUTES"
-#: Today's name -> the name it replaced (semantic conventions' own constants).
+#: Today's name -> the name it replaced.
 LEGACY_NAMES = {
-    gen_ai.GEN_AI_PROVIDER_NAME: gen_ai.GEN_AI_SYSTEM,
-    gen_ai.GEN_AI_USAGE_INPUT_TOKENS: gen_ai.GEN_AI_USAGE_PROMPT_TOKENS,
-    gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS: gen_ai.GEN_AI_USAGE_COMPLETION_TOKENS,
+    names.PROVIDER_NAME: names.SYSTEM,
+    names.USAGE_INPUT_TOKENS: names.USAGE_PROMPT_TOKENS,
+    names.USAGE_OUTPUT_TOKENS: names.USAGE_COMPLETION_TOKENS,
 }
 _legacy: tuple[str | None, bool] = (None, False)
 

@@ -187,3 +187,21 @@ def test_bad_arguments_are_one_line_errors(tmp_path: Path) -> None:
         assert message in result.output, (args, result.output)
     assert exists.read_text() == "keep me\n"
     assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("module", "args"),
+    [
+        ("opentelemetry.exporter.otlp.proto.common.trace_encoder", ["-o", "spans.jsonl"]),
+        ("opentelemetry.exporter.otlp.proto.http.trace_exporter", ["--endpoint", "http://127.0.0.1:9"]),
+    ],
+)
+def test_without_the_otlp_exporter_installed_the_error_says_what_to_install(
+    module: str, args: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, module, None)  # import fails as when the package is absent
+    result = run("export", CORPUS / "openai.rewind", *args)
+    assert result.exit_code == 2
+    assert "pip install opentelemetry-exporter-otlp-proto-http" in result.output
+    assert not (tmp_path / "spans.jsonl").exists()

@@ -164,3 +164,15 @@ def test_event_only_spans_import_from_the_event(
     assert (chat.kind, chat.replayable, [p.code for p in chat.problems]) == ("llm", True, [])
     imported = rewind.Trace.load(tmp_path / "imported.rewind").events[0]
     assert imported.request == rewind.Trace.load(tmp_path / "run.rewind").events[0].request
+
+
+def test_names_agree_with_the_installed_semantic_conventions() -> None:
+    """rewind.genai_names takes each name from opentelemetry-semantic-conventions and spells
+    it only where an older release lacks it: both spellings must be today's."""
+    from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
+
+    from rewind import genai_names
+
+    for name, value in vars(genai_names).items():
+        if name.isupper():
+            assert getattr(gen_ai_attributes, f"GEN_AI_{name}") == value, name

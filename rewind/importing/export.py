@@ -174,11 +174,16 @@ def _batches(spans: Sequence[ReadableSpan]) -> Iterator[Sequence[ReadableSpan]]:
         yield spans[i : i + BATCH]
 
 
+_NEEDS = "rewind export needs OpenTelemetry's OTLP exporter (pip install opentelemetry-exporter-otlp-proto-http)"
+
+
 def json_request(spans: Sequence[ReadableSpan]) -> dict[str, Any]:
     """One ``ExportTraceServiceRequest`` in OTLP/JSON (hex ids, as the Collector writes it)."""
-    from google.protobuf.json_format import MessageToDict
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-
+    try:
+        from google.protobuf.json_format import MessageToDict
+        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    except ImportError:
+        raise TelemetryError(_NEEDS) from None
     return _hex_ids(MessageToDict(encode_spans(spans)))
 
 
@@ -240,7 +245,10 @@ def send(
 
 
 def _post_protobuf(url: str, batch: Sequence[ReadableSpan], headers: dict[str, str] | None, timeout: float) -> None:
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    except ImportError:
+        raise TelemetryError(_NEEDS) from None
     from opentelemetry.sdk.trace.export import SpanExportResult
 
     exporter = OTLPSpanExporter(endpoint=url, headers=headers or None, timeout=timeout)
