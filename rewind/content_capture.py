@@ -2,11 +2,14 @@
 
 Spans reach other backends (Jaeger, Phoenix, a vendor), where prompts and answers may not
 belong, so content goes on them only when the application opts in with
-``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`` (``true``, or ``SPAN_ONLY`` /
-``SPAN_AND_EVENT`` in the newer enum form; ``false``, ``NO_CONTENT`` and ``EVENT_ONLY``
-keep spans free of content: rewind emits no log events). The rewind file always holds the
-full payloads whatever this says; a ``redact=`` function applies here too, because what
-is captured is the stored (redacted) payload.
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``, read as the official
+instrumentations read it (``opentelemetry-util-genai``'s ``ContentCapturingMode``):
+``SPAN_ONLY`` puts content on span attributes, ``EVENT_ONLY`` on the one
+``gen_ai.client.inference.operation.details`` event of the span, ``SPAN_AND_EVENT`` on
+both, ``NO_CONTENT`` (or unset) nowhere; the older ``true`` means ``SPAN_ONLY``, ``false``
+``NO_CONTENT``. The rewind file always holds the full payloads whatever this says; a
+``redact=`` function applies here too, because what is captured is the stored (redacted)
+payload.
 
 What is captured, as JSON strings:
 
@@ -23,28 +26,58 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
+
+from . import genai_names as names
 
 ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
-_ON = {"true", "1", "yes", "on", "span_only", "span_and_event"}
+#: The event that carries a call's content when the mode says "event" (GenAI conventions).
+OPERATION_DETAILS = "gen_ai.client.inference.operation.details"
 
-_last: tuple[str | None, bool] = (None, False)
+
+class Mode(NamedTuple):
+    """Where content goes: span attributes, the operation-details event, both or neither."""
+
+    span: bool
+    event: bool
 
 
-def capturing() -> bool:
-    """Whether spans carry message content (read from the environment on every call)."""
+NO_CONTENT = Mode(False, False)
+_MODES = {
+    "span_only": Mode(True, False),
+    "event_only": Mode(False, True),
+    "span_and_event": Mode(True, True),
+    "no_content": NO_CONTENT,
+    # The older boolean form (instrumentations before the enum): content on spans.
+    "true": Mode(True, False),
+    "1": Mode(True, False),
+    "yes": Mode(True, False),
+    "on": Mode(True, False),
+}
+
+_last: tuple[str | None, Mode] = (None, NO_CONTENT)
+
+
+def mode() -> Mode:
+    """The capture mode (read from the environment on every call, parsed when it changes)."""
     global _last
     raw = os.environ.get(ENV)
     if raw != _last[0]:
-        _last = (raw, (raw or "").strip().lower() in _ON)
+        _last = (raw, _MODES.get((raw or "").strip().lower(), NO_CONTENT))
     return _last[1]
+
+
+def capturing() -> bool:
+    """Whether spans carry message content as attributes."""
+    return mode().span
 
 
 def input_attributes(kind: str, operation: str, request: Any) -> dict[str, str]:
     """Content attributes of a call's (stored) request."""
     if kind == "tool":
-        return {"gen_ai.tool.call.arguments": _json(request)}
+        return {names.TOOL_CALL_ARGUMENTS: _json(request)}
     if kind != "llm" or operation != "chat" or not isinstance(request, Mapping):
         return {}
     attrs: dict[str, str] = {}
@@ -57,16 +90,19 @@ def input_attributes(kind: str, operation: str, request: Any) -> dict[str, str]:
         messages = _response_items(request["input"], default_role="user")
         system = _parts(request.get("instructions"))
     if messages:
-        attrs["gen_ai.input.messages"] = _json(messages)
+        attrs[names.INPUT_MESSAGES] = _json(messages)
     if system:
-        attrs["gen_ai.system_instructions"] = _json(system)
+        attrs[names.SYSTEM_INSTRUCTIONS] = _json(system)
+    tools = _tool_definitions(request.get("tools"))
+    if tools:
+        attrs[names.TOOL_DEFINITIONS] = _json(tools)
     return attrs
 
 
 def output_attributes(kind: str, response: Any) -> dict[str, str]:
     """Content attributes of a call's (stored) response."""
     if kind == "tool":
-        return {"gen_ai.tool.call.result": _json(response)}
+        return {names.TOOL_CALL_RESULT: _json(response)}
     if kind != "llm":
         return {}
     messages: list[dict[str, Any]] = []
@@ -97,13 +133,13 @@ def output_attributes(kind: str, response: Any) -> dict[str, str]:
                     "finish_reason": "stop" if status == "completed" else str(status or ""),
                 }
             )
-    return {"gen_ai.output.messages": _json(messages)} if messages else {}
+    return {names.OUTPUT_MESSAGES: _json(messages)} if messages else {}
 
 
 def event_attributes(event: Any) -> dict[str, str]:
     """The step's whole trace line and its sha256, so ``rewind import`` can rebuild the step
     from a backend exactly and prove it (a line cut by an attribute length limit fails)."""
-    line = event.to_line().decode("utf-8", "surrogatepass")
+    line = _utf8_json(event.to_line().decode("utf-8", "surrogatepass"))
     digest = hashlib.sha256(line.encode("utf-8", "surrogatepass")).hexdigest()
     return {"rewind.event": line, "rewind.event.sha256": digest}
 
@@ -207,6 +243,29 @@ def _response_items(items: Any, *, default_role: str) -> list[dict[str, Any]]:
     return messages
 
 
+def _tool_definitions(tools: Any) -> list[dict[str, Any]]:
+    """The request's tools as GenAI tool definitions (``type``, ``name``, ``description``,
+    ``parameters``), from Chat Completions, Responses and Anthropic declarations."""
+    if not isinstance(tools, list):
+        return []
+    out: list[dict[str, Any]] = []
+    for tool in tools:
+        if not isinstance(tool, Mapping):
+            continue
+        inner = tool.get("function")
+        function: Mapping[str, Any] = inner if isinstance(inner, Mapping) else tool
+        if not isinstance(function.get("name"), str):
+            continue
+        definition: dict[str, Any] = {"type": "function", "name": function["name"]}
+        if isinstance(function.get("description"), str):
+            definition["description"] = function["description"]
+        parameters = function.get("parameters", function.get("input_schema"))
+        if parameters is not None:
+            definition["parameters"] = parameters
+        out.append(definition)
+    return out
+
+
 def _tool_call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
     if isinstance(arguments, str):
         try:
@@ -228,4 +287,16 @@ def _flat(parts: list[dict[str, Any]]) -> Any:
 
 
 def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _utf8_json(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _utf8_json(text: str) -> str:
+    """JSON text that OTLP can carry: a lone surrogate (valid in a Python string, in a JSON
+    escape, never in UTF-8) spelled as its ``\\uXXXX`` escape, which means the same data.
+    Without it the OTLP encoder drops the attribute."""
+    if not _LONE_SURROGATE.search(text):
+        return text
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -39,7 +39,7 @@ from ._span_errors import annotate, exported_message, request_credentials, witho
 from .canonical import canonical_json, canonical_text, ensure_jsonable, request_text, text_fingerprint, to_jsonable
 from .errors import DivergenceError, RedactionError, TraceFormatError, TraceWriteError
 from .replayed_error import decode_error, encode_error, is_cancellation, replayed_cancellation
-from .telemetry import STARTING, TRACERS, usage_attributes
+from .telemetry import STARTING, TRACERS, legacy_attributes, usage_attributes
 from .trace import Event
 
 if TYPE_CHECKING:
@@ -77,6 +77,7 @@ class Call:
         "_t0",
         "_ended",
         "_capture",
+        "_details",
         "_observed",
         "_direct",
         "is_async",
@@ -122,6 +123,8 @@ class Call:
         self._t0 = time.perf_counter()
         self._ended = False
         self._capture = False
+        #: The call's content for the operation-details event (event capture modes), until it ends.
+        self._details: dict[str, Any] | None = None
         self._observed = True
         #: No SDK span: the event goes straight to the writer (see ``_start_span``).
         self._direct = False
@@ -203,11 +206,17 @@ class Call:
             span_name = f"{attrs['gen_ai.operation.name']} {target}"
             if isinstance(model, str) and self.kind == "llm":
                 attrs.setdefault("gen_ai.request.model", model)
-        self._capture = self._observed and content_capture.capturing()
-        if self._capture:
+        capture = content_capture.mode() if self._observed else content_capture.NO_CONTENT
+        self._capture = capture.span
+        if capture.span or (capture.event and self.kind == "llm"):
             # Content for other backends is opt-in, and redacted like the file.
             operation = attrs["gen_ai.operation.name"]
-            attrs.update(content_capture.input_attributes(self.kind, operation, self.stored_request))
+            content = content_capture.input_attributes(self.kind, operation, self.stored_request)
+            if capture.span:
+                attrs.update(content)
+            if capture.event and self.kind == "llm":
+                self._details = content  # the operation-details event, sent when the call ends
+        attrs.update(legacy_attributes(attrs))
         token = STARTING.set(self)
         self.span_pending = True
         try:
@@ -244,10 +253,18 @@ class Call:
             attrs["rewind.served"] = False
         if response is not _NO_RESPONSE:
             attrs.update(usage_attributes(response))
-            if self._capture:
-                attrs.update(content_capture.output_attributes(self.kind, response))
+            if self._capture or self._details is not None:
+                output = content_capture.output_attributes(self.kind, response)
+                if self._capture:
+                    attrs.update(output)
+                if self._details is not None:
+                    self._details.update(output)
         if extra:
             attrs.update(extra)
+        attrs.update(legacy_attributes(attrs))
+        if self._details is not None:
+            self.span.add_event(content_capture.OPERATION_DETAILS, self._details)
+            self._details = None
         return attrs
 
     # -- replay -----------------------------------------------------------------

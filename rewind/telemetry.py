@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
+from . import genai_names as names
 from ._channel import PARCELS
 from ._span_errors import annotate, exported_message, request_credentials
 
@@ -183,6 +184,33 @@ class RunSpan:
         if error is not None:
             annotate(span, error, exported_message(error, None, redact, request_credentials(error)))
         span.end()
+
+
+#: Set to 1 to add the older GenAI attribute names beside today's, for backends that read them.
+LEGACY_ENV = "REWIND_GENAI_LEGACY_ATTRIBUTES"
+#: Today's name -> the name it replaced.
+LEGACY_NAMES = {
+    names.PROVIDER_NAME: names.SYSTEM,
+    names.USAGE_INPUT_TOKENS: names.USAGE_PROMPT_TOKENS,
+    names.USAGE_OUTPUT_TOKENS: names.USAGE_COMPLETION_TOKENS,
+}
+_legacy: tuple[str | None, bool] = (None, False)
+
+
+def legacy_names() -> bool:
+    """Whether ``REWIND_GENAI_LEGACY_ATTRIBUTES`` asks for the older names too (read on every call)."""
+    global _legacy
+    raw = os.environ.get(LEGACY_ENV)
+    if raw != _legacy[0]:
+        _legacy = (raw, (raw or "").strip().lower() in ("1", "true", "yes", "on"))
+    return _legacy[1]
+
+
+def legacy_attributes(attrs: Mapping[str, Any]) -> dict[str, Any]:
+    """The older names of the GenAI attributes in ``attrs`` (empty unless the switch is on)."""
+    if not legacy_names():
+        return {}
+    return {old: attrs[new] for new, old in LEGACY_NAMES.items() if new in attrs}
 
 
 def usage_attributes(response: Any) -> dict[str, Any]:

@@ -156,6 +156,11 @@ def _without_whole_lines(finished: list[ReadableSpan]) -> list[ReadableSpan]:
     return out
 
 
+def events_tools(path: Path) -> list[str]:
+    request = rewind.Trace.load(path).events[0].request
+    return [t.get("function", t).get("name") for t in request.get("tools") or []]
+
+
 def test_genai_content_alone_replays_through_the_telemetry_matcher(
     tmp_path: Path, spans: InMemorySpanExporter, openai_client: Any, stub: StubServer
 ) -> None:
@@ -169,11 +174,13 @@ def test_genai_content_alone_replays_through_the_telemetry_matcher(
         ("llm", "openai.chat.completions.create", False),
     ]
     assert report.replayable
-    # The model called a tool, but rewind's content capture carries no tool definitions.
-    assert [p.code for p in report.steps[0].problems] == ["tools_missing"]
+    # The spans carry the request's tools as gen_ai.tool.definitions: nothing is missing.
+    assert [p.code for p in report.steps[0].problems] == []
+    assert events_tools(imported) == [t["function"]["name"] for t in TOOLS]
     events = rewind.Trace.load(imported).events
     assert events[0].request["messages"][1] == {"role": "user", "content": "what is the weather in Paris"}
-    assert events[0].fingerprint != rewind.Trace.load(local).events[0].fingerprint  # not the SDK's bytes
+    # With the tools carried too, the rebuilt request is the one the SDK sent.
+    assert events[0].request == rewind.Trace.load(local).events[0].request
     recorded_tool = rewind.Trace.load(local).events[1]
     assert (events[1].request, events[1].response) == (recorded_tool.request, recorded_tool.response)
 

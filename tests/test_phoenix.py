@@ -237,3 +237,57 @@ def test_spans_reach_phoenix_and_the_trace_file_replays(phoenix: Phoenix, tmp_pa
     roots = {s["context"]["trace_id"]: s for s in spans if s["name"] == "invoke_agent"}
     for span in (recorded, replayed):
         assert span["parent_id"] == roots[span["context"]["trace_id"]]["context"]["span_id"]
+
+
+def test_rewind_export_reaches_phoenix_and_imports_back_the_same_trace(phoenix: Phoenix, tmp_path: Path) -> None:
+    """Runs recorded with no pipeline around them, sent afterwards with `rewind export`, then
+    pulled back from Phoenix with `rewind import`: the same steps, proven by their digests."""
+    import hashlib
+
+    @rewind.tool
+    def lookup(city: str) -> dict[str, Any]:
+        if city == "Atlantis":
+            raise LookupError(f"no such city: {city}")
+        return {"city": city, "flights": [{"to": city, "price_eur": 129.5}]}
+
+    tools = tmp_path / "tools.rewind"
+    with rewind.record(tools):
+        lookup("Lisbon")
+        with pytest.raises(LookupError):
+            lookup("Atlantis")
+    project = "rewind-export"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "REWIND_"))}
+    env["OTEL_RESOURCE_ATTRIBUTES"] = f"openinference.project.name={project}"
+    rewind_cli = str(Path(sys.executable).parent / "rewind")
+
+    def digests(path: Path) -> list[str]:
+        return [hashlib.sha256(event.to_line()).hexdigest() for event in rewind.Trace.load(path).events]
+
+    expected = 0
+    for source in (REPO / "tests" / "fixtures" / "corpus" / "openai.rewind", tools):
+        sent = subprocess.run(
+            [rewind_cli, "export", str(source), "--endpoint", phoenix.url + "/v1/traces", "--json"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert sent.returncode == 0, sent.stderr
+        trace_id = json.loads(sent.stdout)["trace_id"]
+        expected += len(rewind.Trace.load(source)) + 1
+        spans = phoenix.wait_for_spans(project, expected)
+        assert len(spans) == expected, spans
+        mine = [s for s in spans if s["context"]["trace_id"] == trace_id]
+        [root] = [s for s in mine if s["name"] == "invoke_agent"]
+        assert all(s["parent_id"] == root["context"]["span_id"] for s in mine if s is not root)
+
+        back = tmp_path / f"back-{trace_id}.rewind"
+        pulled = subprocess.run(
+            [rewind_cli, "import", phoenix.url, "--project", project, "--trace-id", trace_id, "-o", str(back)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert pulled.returncode == 0, pulled.stdout + pulled.stderr
+        assert digests(back) == digests(source)

@@ -37,6 +37,7 @@ COMMANDS: dict[str, str] = {
     "mutate": ".mutate",
     "import": ".import_",
     "check": ".check",
+    "export": ".export",
     "proxy": ".proxy",
 }
 

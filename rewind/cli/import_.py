@@ -29,7 +29,13 @@ from ._common import CliError, Output, get_output
     "--attribute-limit",
     type=click.IntRange(min=1),
     metavar="N",
-    help="The attribute length limit the producers ran with: text exactly N long is reported truncated.",
+    help="The attribute length limit the producers ran with: text exactly N long is reported truncated "
+    "(default: OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT when set).",
+)
+@click.option(
+    "--content-root",
+    metavar="DIR|URL",
+    help="Where content a GenAI completion hook uploaded now lives (the *_ref attributes' files).",
 )
 @click.option("-f", "--force", is_flag=True, help="Overwrite PATH when it already exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the import report as JSON.")
@@ -42,6 +48,7 @@ def command(
     service: str | None,
     project: str,
     attribute_limit: int | None,
+    content_root: str | None,
     force: bool,
     as_json: bool,
 ) -> None:
@@ -65,7 +72,13 @@ def command(
         raise CliError(f"{output_path}: already exists; pass --force to overwrite it or -o another PATH")
     try:
         report = import_telemetry(
-            source, output_path, trace_id=trace_id, service=service, project=project, attribute_limit=attribute_limit
+            source,
+            output_path,
+            trace_id=trace_id,
+            service=service,
+            project=project,
+            attribute_limit=attribute_limit,
+            content_root=content_root,
         )
     except TelemetryError as exc:
         raise CliError(str(exc)) from None

@@ -11,13 +11,18 @@ Two independent axes:
 ``build`` orders the steps causally and rebuilds each model call in its provider's wire
 shape (``wire``), so the SDK instrumentors revive it as real SDK objects;
 ``TelemetryMatcher`` replays it comparing what telemetry carries; ``check`` says, per
-step, whether a trace can be replayed and why not.
+step, whether a trace can be replayed and why not. ``content_refs`` puts back content a
+GenAI completion hook left in external storage before the mappers read the spans.
+
+``export`` is the writer beside the readers: a trace as spans in rewind's own layout,
+written as OTLP JSON lines or sent over OTLP/HTTP (``rewind export``).
 """
 
 from __future__ import annotations
 
 import os
 
+from . import content_refs
 from .build import ImportReport, StepReport, build, choose_trace
 from .check import CheckReport, StepCheck, check_trace
 from .errors import TelemetryError
@@ -41,6 +46,15 @@ def read_spans(
     return collected.spans, collected.skipped
 
 
+def limit_from_environment() -> int | None:
+    """The attribute length limit in this environment, when set (the producers' likely one)."""
+    for name in ("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT"):
+        raw = os.environ.get(name, "").strip()
+        if raw.isdigit() and int(raw) > 0:
+            return int(raw)
+    return None
+
+
 def import_telemetry(
     source: str | os.PathLike[str],
     output: str | os.PathLike[str] | None = None,
@@ -49,6 +63,7 @@ def import_telemetry(
     service: str | None = None,
     project: str = "default",
     attribute_limit: int | None = None,
+    content_root: str | None = None,
 ) -> ImportReport:
     """Rebuild one run from telemetry as a rewind trace written to ``output``.
 
@@ -57,7 +72,10 @@ def import_telemetry(
     URL of a running Arize Phoenix (``project`` names its project). ``trace_id`` picks
     the run when the source holds several; ``service`` keeps the spans of one
     ``service.name``. ``attribute_limit`` is the attribute length limit the producers
-    ran with, when known: text exactly that long is reported truncated.
+    ran with, when known: text exactly that long is reported truncated (default:
+    ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT`` when set). ``content_root`` (a folder or an
+    ``http(s)://`` URL) is where content a completion hook uploaded now lives; references
+    that cannot be read are reported as missing content.
 
     Returns the report (per step: layout, problems, replayable). Raises
     ``TelemetryError`` when the source cannot be read or holds no spans at all.
@@ -65,6 +83,9 @@ def import_telemetry(
     text = os.fspath(source)
     spans, notes = read_spans(text, project=project)
     chosen = choose_trace(spans, trace_id, service, text)
+    notes.extend(content_refs.resolve(chosen, content_root))
+    if attribute_limit is None:
+        attribute_limit = limit_from_environment()
     trace, report = build(chosen, source=text, attribute_limit=attribute_limit)
     report.notes[:0] = notes
     if output is not None:

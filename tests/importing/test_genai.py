@@ -105,3 +105,67 @@ def test_an_attribute_length_limit_is_caught_and_never_served(
     assert checked.exit_code == 1
     with pytest.raises(rewind.DivergenceError, match="content_truncated"):
         replay_answer(out, stub)
+
+
+def _referenced_files(source: Path) -> list[Path]:
+    """The files the completion hook's references on the spans (and event records) point at."""
+    from urllib.parse import urlsplit
+    from urllib.request import url2pathname
+
+    from rewind.importing.otlp import read_file
+
+    refs = {
+        value
+        for span in read_file(str(source)).spans
+        for attrs in [span.attributes, *(e.attributes for e in span.events)]
+        for key, value in attrs.items()
+        if key.endswith("_ref") and isinstance(value, str)
+    }
+    return [Path(url2pathname(urlsplit(ref).path)) for ref in sorted(refs)]
+
+
+@pytest.mark.parametrize("fmt", ["json", "jsonl"])
+def test_content_uploaded_by_the_completion_hook(
+    fmt: str, tmp_path: Path, stub: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NO_CONTENT on the spans, the content uploaded by util-genai's `upload` completion hook:
+    read where the references point, then from --content-root once the files moved."""
+    import shutil
+    import time
+
+    pytest.importorskip("fsspec")
+    uploads = tmp_path / "uploads"
+    uploads.mkdir()
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "NO_CONTENT")
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_COMPLETION_HOOK", "upload")
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_UPLOAD_BASE_PATH", uploads.as_uri())
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_UPLOAD_FORMAT", fmt)
+    source, answer = record_spans(tmp_path, stub, _openai)
+    files = _referenced_files(source)
+    assert files and all(f.parent == uploads for f in files), files
+    deadline = time.monotonic() + 20  # the hook uploads on a thread of its own
+    while not all(f.exists() for f in files) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert all(f.exists() for f in files)
+    spans_text = source.read_text()
+    assert '"gen_ai.input.messages"' not in spans_text and '"gen_ai.input.messages_ref"' in spans_text
+
+    out = tmp_path / "run.rewind"
+    report = rewind.import_telemetry(source, out)
+    assert report.replayable and all(not s.problems for s in report.steps), report.to_dict()
+    first = rewind.Trace.load(out).events[0]
+    assert first.request["tools"][0]["function"]["name"] == "get_weather"
+    assert first.request["messages"][0] == {"role": "system", "content": "be brief"}
+
+    # The uploads moved (a bucket copied to a laptop): unreadable until told where they are.
+    moved = shutil.move(str(uploads), str(tmp_path / "copied"))
+    runner = CliRunner()
+    lost = runner.invoke(cli, ["import", str(source), "-o", str(tmp_path / "lost.rewind")])
+    assert lost.exit_code == 1 and "external storage" in lost.output, lost.output
+    checked = runner.invoke(cli, ["check", str(tmp_path / "lost.rewind"), "--json"])
+    assert checked.exit_code == 1
+    assert {r["status"] for r in json.loads(checked.output)["results"]} == {"not replayable"}
+    found = tmp_path / "found.rewind"
+    result = runner.invoke(cli, ["import", str(source), "-o", str(found), "--content-root", moved])
+    assert result.exit_code == 0, result.output
+    assert replay_answer(found, stub) == answer

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ... import content_capture
+from .. import content_refs
 from ..model import CONTENT_MISSING, Chat, Draft
 from ..spans import SpanRecord
 from ._attrs import genai_chat, int_or_none, json_value, parse_arguments
@@ -119,6 +120,7 @@ def chat_of(span: SpanRecord, draft: Draft, operation: str = "chat") -> Chat:
         chat.tools = tool_definitions(tools)
     if chat.input is None or chat.output is None:
         _from_message_events(span, draft, chat)
+    draft.problems.extend(content_refs.problems(attrs))  # content a completion hook stored elsewhere
     return chat
 
 
