@@ -22,7 +22,11 @@ import rewind
 from rewind.stub_server import StubServer
 
 REWIND = BIN / "rewind"
-COMMANDS = ("check", "compact", "diff", "fork", "import", "mutate", "record", "replay", "report", "show", "stats")
+#: every command the CLI lists must answer --help; these are the ones the suite also runs
+COMMANDS = (
+    "check", "compact", "diff", "export", "fork", "import", "mutate", "proxy", "record", "refresh", "replay",
+    "report", "show", "stats",
+)  # fmt: skip
 
 
 def answer(result: subprocess.CompletedProcess[str]) -> str:
@@ -59,6 +63,9 @@ def test_version_and_help(run) -> None:
     assert version.returncode == 0 and f"rewind {rewind.__version__} (agent-rewind-otel" in version.stdout
     assert str(SITE.resolve()) in version.stdout or str(SITE) in version.stdout, version.stdout
     commands = run(REWIND, "--help").stdout
+    from rewind.cli import COMMANDS as listed
+
+    assert set(COMMANDS) == set(listed), "a command was added: run it in this suite too"
     for command in COMMANDS:
         assert f"  {command} " in commands
         assert run(REWIND, command, "--help").returncode == 0, command
@@ -195,3 +202,38 @@ def test_the_pytest_plugin_records_then_replays_a_golden_trace(stub: StubServer,
     replayed = pytest_run("-n", "2", OPENAI_API_KEY="")
     assert replayed.returncode == 0 and "1 passed" in replayed.stdout, replayed.stdout + replayed.stderr
     assert stub.request_count == 1
+
+
+def test_export_then_import_gives_back_the_same_steps(run, agent: Path, tmp_path: Path) -> None:
+    record(run, agent)
+    export = run(REWIND, "export", "run.rewind", "-o", "spans.jsonl")
+    assert export.returncode == 0, export.stdout + export.stderr
+    back = run(REWIND, "import", "spans.jsonl", "-o", "back.rewind")
+    assert back.returncode == 0, back.stdout + back.stderr
+    before, after = (rewind.Trace.load(tmp_path / name) for name in ("run.rewind", "back.rewind"))
+    assert [(e.name, e.response) for e in after.events] == [(e.name, e.response) for e in before.events]
+
+
+def test_refresh_of_a_run_that_still_replays_keeps_every_step(run, agent: Path, stub: StubServer) -> None:
+    record(run, agent)
+    refresh = run(REWIND, "refresh", "run.rewind", "--", sys.executable, agent, OPENAI_API_KEY="")
+    assert refresh.returncode == 0, refresh.stdout + refresh.stderr
+    assert stub.request_count == 2  # nothing diverged, so nothing ran live again
+
+
+def test_proxy_records_and_replays_a_client_that_is_not_the_python_sdk(run, stub: StubServer, tmp_path: Path) -> None:
+    client = tmp_path / "client.py"
+    client.write_text(
+        "import json, os, urllib.request\n"
+        "body = json.dumps({'model': 'gpt-4o-mini', 'messages': [{'role': 'user', 'content': 'hi'}]}).encode()\n"
+        "request = urllib.request.Request(os.environ['OPENAI_BASE_URL'].rstrip('/') + '/chat/completions', body,\n"
+        "    {'content-type': 'application/json', 'authorization': 'Bearer sk-proxy-suite'})\n"
+        "reply = json.load(urllib.request.urlopen(request, timeout=30))\n"
+        "print('ANSWER:', reply['choices'][0]['message']['content'])\n"
+    )
+    upstream = f"openai={stub.openai_base_url}"
+    recorded = answer(run(REWIND, "record", "--proxy", "proxy.rewind", "--upstream", upstream, "--", sys.executable, client))
+    assert stub.request_count == 1
+    assert "sk-proxy-suite" not in (tmp_path / "proxy.rewind").read_text()
+    replayed = answer(run(REWIND, "replay", "--proxy", "proxy.rewind", "--", sys.executable, client))
+    assert replayed == recorded and stub.request_count == 1
