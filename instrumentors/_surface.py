@@ -632,6 +632,7 @@ def _start(surface: Surface, instance: Any, args: tuple[Any, ...], kwargs: Mappi
     )
     if call is None:
         return None
+    call.credential_source = instance  # read only if the call fails
     return provider.invocation(surface, call, instance, kwargs)
 
 

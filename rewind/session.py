@@ -122,6 +122,8 @@ class Session:
         self._allow_hosts = tuple(allow_hosts)
         self._network_hold: network_guard.Hold | None = None
         self._keys_release: Callable[[], None] | None = None
+        #: Credentials of this run's failed calls (``Call.credentials``), kept off the run's span.
+        self.known_credentials: set[str] = set()
         #: Connections a ``network="block"`` replay refused (even ones the program swallowed).
         self.network_blocked: list[network_guard.NetworkBlockedError] = []
         #: What a what-if fork changed (an edit), kept in the saved fork's ``forked_from``.
@@ -183,7 +185,7 @@ class Session:
                 _ACTIVE.set(None)
             self._token = None
         try:
-            self._run_span.close(exc, self.redact)
+            self._run_span.close(exc, self.redact, frozenset(self.known_credentials))
             self._close(keep=exc_type is None)
             if exc_type is None:
                 self._check_consumption()
