@@ -654,6 +654,7 @@ def _start(surface: Surface, instance: Any, args: tuple[Any, ...], kwargs: dict[
     )
     if call is None:
         return None
+    call.credential_source = instance  # read only if the call fails
     return provider.invocation(surface, call, instance, kwargs)
 
 

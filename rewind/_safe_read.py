@@ -61,7 +61,7 @@ def limit(env: str, default: int) -> int:
 # -- regular files ------------------------------------------------------------------
 
 
-def _kind(mode: int) -> str | None:
+def file_kind(mode: int) -> str | None:
     """What a non-regular file is, in words (``None`` for a regular file)."""
     if stat.S_ISREG(mode):
         return None
@@ -93,13 +93,13 @@ def open_regular(path: str, *, what: str = "trace file", nofollow: bool = False)
     last moment from blocking. ``OSError`` (missing file, permissions) propagates.
     """
     info = os.lstat(path) if nofollow else os.stat(path)
-    kind = _kind(info.st_mode)
+    kind = file_kind(info.st_mode)
     if kind is not None:
         raise not_regular(kind, path, what)
     fd = os.open(path, _O_FLAGS | (_O_NOFOLLOW if nofollow else 0))
     try:
         info = os.fstat(fd)
-        kind = _kind(info.st_mode)
+        kind = file_kind(info.st_mode)
         if kind is not None:
             raise not_regular(kind, path, what)
     except BaseException:

@@ -9,18 +9,30 @@ parameters (``?key=``). Those exact strings are replaced wherever the error's re
 holds them, before ``redact=`` sees it; the span then gets the cleaned message and no
 stack trace (a traceback ends with the raw message).
 
-Only what the request carried is known here: a secret that reaches an exception some
-other way (a tool's own error text) is ``redact=``'s to remove.
+Newer SDK releases strip those headers from the request they keep on the error (openai
+3.x does), so the request is only one source. The credentials rewind can know are all
+removed, wherever an SDK release keeps them: the failed request's (``request_credentials``),
+the client's that made the call (``client_credentials``: its API key, auth headers,
+credential-named default headers and query parameters), and the values of the
+environment variables SDKs read keys from (``environment_credentials``). A session
+remembers the credentials of its failed calls, so the error that ends the run is cleaned
+the same way on the run's span.
+
+A secret that reaches an exception some other way (a tool's own error text) is
+``redact=``'s to remove.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from opentelemetry.trace import Span, Status, StatusCode
 
 from ._http_error import is_secret_header
+from .placeholder_keys import PLACEHOLDER
 from .replayed_error import encode_error
 
 #: What a credential found in an error is replaced with.
@@ -46,6 +58,93 @@ def request_credentials(exc: BaseException) -> frozenset[str]:
         except Exception:  # an odd request object only costs us what it would have told
             continue
     return frozenset(found)
+
+
+#: Environment variables provider SDKs read credentials from (besides the pattern below).
+ENVIRONMENT_KEYS = (
+    "OPENAI_API_KEY",
+    "OPENAI_ADMIN_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "AZURE_OPENAI_AD_TOKEN",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "GROQ_API_KEY",
+    "TOGETHER_API_KEY",
+    "FIREWORKS_API_KEY",
+    "MISTRAL_API_KEY",
+    "CO_API_KEY",
+    "COHERE_API_KEY",
+    "GEMINI_API_KEY",
+    "GOOGLE_API_KEY",
+    "XAI_API_KEY",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "HF_TOKEN",
+)
+# Any other provider's key variable, by its shape (LiteLLM reads dozens: DEEPSEEK_API_KEY, ...).
+_ENVIRONMENT_KEY = re.compile(r"(_API_KEY|_AUTH_TOKEN|_ACCESS_TOKEN|_SECRET_ACCESS_KEY|_SESSION_TOKEN)$")
+#: Values that are not credentials (rewind's own placeholder for keyless replays).
+_NOT_CREDENTIALS = frozenset({PLACEHOLDER})
+
+# Where SDK clients keep what they authenticate with: followed from the object that made
+# the call (a resource such as ``client.chat.completions``) a few links deep.
+_CLIENT_LINKS = ("_client", "_client_wrapper", "_api_client", "sdk_configuration", "security", "client")
+_KEY_ATTRIBUTES = (
+    "api_key",
+    "_api_key",
+    "auth_token",
+    "bearer_token",
+    "access_token",
+    "_azure_ad_token",
+    "token",
+    "_token",
+)
+_HEADER_ATTRIBUTES = ("auth_headers", "_custom_headers", "default_headers", "custom_headers", "_headers")
+_QUERY_ATTRIBUTES = ("_custom_query", "default_query")
+_MAX_LINKS = 3
+
+
+def environment_credentials(environ: Mapping[str, str] | None = None) -> frozenset[str]:
+    """The values of the credential variables set in the environment."""
+    env = os.environ if environ is None else environ
+    found: set[str] = set()
+    for name, value in list(env.items()):
+        if name in ENVIRONMENT_KEYS or _ENVIRONMENT_KEY.search(name):
+            _add(found, value)
+    return frozenset(found)
+
+
+def client_credentials(source: Any) -> frozenset[str]:
+    """What the SDK client behind ``source`` authenticates with (empty when nothing is found)."""
+    found: set[str] = set()
+    seen: set[int] = set()
+    layer = [source]
+    for _ in range(_MAX_LINKS + 1):
+        following: list[Any] = []
+        for owner in layer:
+            if owner is None or id(owner) in seen or isinstance(owner, (str, bytes, int, float)):
+                continue
+            seen.add(id(owner))
+            for name in _KEY_ATTRIBUTES:
+                _add(found, _attribute(owner, name))
+            for name in (*_HEADER_ATTRIBUTES, *_QUERY_ATTRIBUTES):
+                pairs = _attribute(owner, name)
+                if isinstance(pairs, Mapping):
+                    try:
+                        _collect(found, ((str(key), value) for key, value in pairs.items()))
+                    except Exception:  # an odd mapping only costs us what it would have told
+                        pass
+            following.extend(_attribute(owner, name) for name in _CLIENT_LINKS)
+        layer = following
+    return frozenset(found)
+
+
+def _add(found: set[str], value: Any) -> None:
+    if isinstance(value, str):
+        value = value.strip()
+        if len(value) >= _MIN_LENGTH and value not in _NOT_CREDENTIALS:
+            found.add(value)
 
 
 def _requests(exc: BaseException) -> Iterable[Any]:
@@ -136,4 +235,12 @@ def annotate(span: Span, exc: BaseException, message: str | None) -> None:
     span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {message}"[:256]))
 
 
-__all__ = ["REMOVED", "annotate", "exported_message", "request_credentials", "without_credentials"]
+__all__ = [
+    "REMOVED",
+    "annotate",
+    "client_credentials",
+    "environment_credentials",
+    "exported_message",
+    "request_credentials",
+    "without_credentials",
+]

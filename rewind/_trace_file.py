@@ -10,6 +10,9 @@
 * **Write, then rename.** With ``replace_on_close`` the lines go to a temporary file beside
   the target, renamed over it when the writer closes successfully (a fork saved onto
   the trace it replays must not truncate it while it is being read).
+* **Regular files only.** A FIFO, a device, a socket or a directory at the path is refused
+  with a ``RewindError`` before anything blocks: opening a FIFO for writing waits for a
+  reader forever (``open_for_writing`` is the check, shared with rewind's other writers).
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from __future__ import annotations
 import os
 import threading
 
-from .errors import TraceLockedError
+from ._safe_read import file_kind
+from .errors import RewindError, TraceLockedError
 
 try:
     import fcntl
@@ -25,6 +29,40 @@ except ImportError:  # pragma: no cover - Windows: no advisory locks, no second-
     fcntl = None  # type: ignore[assignment]
 
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+# A FIFO swapped in after the check fails the open (ENXIO) instead of waiting for a reader.
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+def open_for_writing(path: str, flags: int, *, what: str = "trace file") -> int:
+    """``os.open(path, flags)`` for a regular file (or a new one); never blocks.
+
+    What is at ``path`` is checked before the open and again on the descriptor; anything
+    but a regular file is a ``RewindError`` naming it, and nothing at ``path`` changes.
+    """
+    _refuse_special(path, what)
+    fd = os.open(path, flags | _NONBLOCK, 0o666)
+    try:
+        kind = file_kind(os.fstat(fd).st_mode)
+        if kind is not None:
+            raise _not_a_file(path, what, kind)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _refuse_special(path: str, what: str) -> None:
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # nothing there yet (or unreachable: the open says why)
+    kind = file_kind(mode)
+    if kind is not None:
+        raise _not_a_file(path, what, kind)
+
+
+def _not_a_file(path: str, what: str, kind: str) -> RewindError:
+    return RewindError(f"{path}: cannot write the {what} there: it is {kind}; rewind writes only regular files")
 
 
 class LineFile:
@@ -40,7 +78,9 @@ class LineFile:
         #: Why the file refuses writes (a partial line could not be removed), or None.
         self.broken: str | None = None
         self._lock = threading.Lock()
-        fd = os.open(self.write_path, _FLAGS, 0o666)
+        if replace_on_close:
+            _refuse_special(path, "trace file")  # renamed over at the end: refuse it now, not then
+        fd = open_for_writing(self.write_path, _FLAGS)
         try:
             _lock_exclusively(fd, path)
             os.ftruncate(fd, 0)  # only once the file is ours

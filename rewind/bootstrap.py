@@ -43,6 +43,13 @@ Variables:
 | ``REWIND_NORMALIZE`` | ``module:function`` dropping volatile fields from call identity |
 | ``REWIND_STATUS_FILE`` | where to write a JSON summary at exit (used by the CLI) |
 | ``REWIND_QUIET`` | ``1``: no summary line on stderr at exit (failures are still reported) |
+| ``REWIND_EXIT_ON_DIVERGENCE`` | ``0``: a failed replay keeps the program's exit status (default: exit 1) |
+
+Every value is checked when the session opens; one rewind cannot use stops the program
+before it runs (one line, status 2). Without ``REWIND_STATUS_FILE`` (the CLI's channel) a
+replay or fork that diverged, even where the program caught the ``DivergenceError``, or
+that left steps unserved under ``REWIND_REQUIRE_FULL_CONSUMPTION=1``, ends the process
+with status 1 when the program itself would have exited 0, as ``rewind replay`` does.
 """
 
 from __future__ import annotations
@@ -58,7 +65,9 @@ import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import dialect, placeholder_keys, summary
+from . import dialect, placeholder_keys, session_owner, summary
+from ._safe_read import file_kind
+from ._trace_file import open_for_writing
 from .errors import DivergenceError, RewindError, UnconsumedEventsWarning
 from .policy import ENVIRONMENT as POLICY
 from .policy import ReplayPolicy
@@ -96,11 +105,19 @@ SESSION_VARIABLES = (
     "REWIND_NORMALIZE",
     "REWIND_STATUS_FILE",
     "REWIND_QUIET",
+    "REWIND_EXIT_ON_DIVERGENCE",
     "REWIND_SESSION_PID",
 )
 
-#: ``<process id>:<trace path>`` of the process that owns the environment's session.
-OWNER = "REWIND_SESSION_PID"
+#: ``<process id>:<start time>:<trace path>`` of the process that owns the environment's session.
+OWNER = session_owner.OWNER
+
+#: The status the process ends with when the session failed and the program did not
+#: (``REWIND_EXIT_ON_DIVERGENCE``); set at exit by ``_finish``, applied by the start-up hook.
+exit_status = 0
+#: True when the start-up hook registered the handler that applies ``exit_status`` after
+#: every other exit handler (it is the first one registered in the process, so it runs last).
+exit_status_applied_late = False
 
 
 def _target(env: Mapping[str, str]) -> str:
@@ -110,11 +127,15 @@ def _target(env: Mapping[str, str]) -> str:
 def owned_elsewhere(environ: Mapping[str, str] | None = None) -> bool:
     """True in a subprocess of the program that owns this same session.
 
-    A subprocess given a session of its own (another trace path) is not held back.
+    A subprocess given a session of its own (another trace path) is not held back; a
+    claim on this session by a process that is not a running ancestor (a stale or copied
+    ``REWIND_SESSION_PID``) is an ``EnvironmentConfigError``, never a reason to run live.
     """
     env = os.environ if environ is None else environ
-    pid, _, target = (env.get(OWNER) or "").partition(":")
-    return bool(pid) and pid != str(os.getpid()) and target == _target(env)
+    try:
+        return session_owner.owned_elsewhere(env, _target(env))
+    except session_owner.ForeignOwnerError as exc:
+        raise EnvironmentConfigError(str(exc)) from None
 
 
 class EnvironmentConfigError(RewindError):
@@ -225,7 +246,13 @@ def session_from_environment(environ: Mapping[str, str] | None = None) -> Sessio
 
         if isinstance(exc, (EditError, FaultError)):
             raise EnvironmentConfigError(str(exc)) from None
-        name = "REWIND_NETWORK" if "network=" in str(exc) else "REWIND_LIVE" if "live" in str(exc) else "REWIND_MATCH"
+        text = str(exc)
+        name = (
+            "REWIND_NETWORK" if "network=" in text
+            else "REWIND_THEN" if "then=" in text
+            else "REWIND_LIVE" if "live" in text
+            else "REWIND_MATCH"
+        )  # fmt: skip
         raise EnvironmentConfigError(f"{name}: {exc}") from None
 
 
@@ -242,13 +269,30 @@ def _meta(env: Mapping[str, str]) -> dict[str, Any] | None:
     return meta
 
 
-def _flag(env: Mapping[str, str], name: str) -> bool:
-    value = (env.get(name) or "").strip().lower()
+def _flag(env: Mapping[str, str], name: str, *, default: bool = False) -> bool:
+    raw = env.get(name)
+    value = (raw or "").strip().lower()
+    if not value:
+        return default
     if value in TRUTHY:
         return True
     if value in FALSY:
         return False
-    raise EnvironmentConfigError(f"{name} must be 1 or 0, not {env.get(name)!r}")
+    raise EnvironmentConfigError(f"{name} must be 1 or 0, not {raw!r}")
+
+
+def _status_file(env: Mapping[str, str]) -> str | None:
+    """``REWIND_STATUS_FILE``, checked now: at exit a directory would be ignored and a FIFO would hang."""
+    path = env.get("REWIND_STATUS_FILE") or None
+    if path is None:
+        return None
+    try:
+        kind = file_kind(os.stat(path).st_mode)
+    except OSError:
+        kind = None  # written at exit: a folder that is missing then is reported then
+    if kind is not None:
+        raise EnvironmentConfigError(f"REWIND_STATUS_FILE={path} is {kind}; name a file to write the summary to")
+    return path
 
 
 def _step(env: Mapping[str, str], name: str, *, minimum: int = 0) -> int | None:
@@ -305,18 +349,23 @@ def start_from_environment() -> Session | None:
         if owned_elsewhere():
             _started = True
             return None
+        status_file = None
+        if _target(os.environ):
+            # Read at exit: a bad value found only then would be a traceback and status 0.
+            _flag(os.environ, "REWIND_QUIET")
+            _flag(os.environ, "REWIND_EXIT_ON_DIVERGENCE", default=True)
+            status_file = _status_file(os.environ)
         session = session_from_environment()
         _started = True
         if session is None:
             return None
-        status_file = os.environ.get("REWIND_STATUS_FILE") or None
         if session.mode == "replay":
             placeholder_keys.fill()  # SDK clients refuse to construct without a key, even offline
         # Hints name the CLI's options under `rewind replay`, the variables otherwise.
         dialect.CURRENT.set("cli" if status_file else "env")
         session.__enter__()
         _session = session
-        os.environ[OWNER] = f"{os.getpid()}:{_target(os.environ)}"
+        os.environ[OWNER] = session_owner.claim(_target(os.environ))
     # weakref.finalize closes the trace file's read handles from an atexit hook it registers
     # on first use. Registering it now makes it run after _finish (atexit is last-in,
     # first-out), which still reads recorded steps back from the file.
@@ -343,9 +392,14 @@ def post_instrument() -> None:
     with a one-line error (status 2) instead.
     """
     try:
-        start_from_environment()
+        session = start_from_environment()
     except Exception as exc:
         fail_start(exc)
+        return
+    if session is not None and session.mode != "record":
+        # OTEL_PYTHON_DISABLED_INSTRUMENTATIONS may leave an SDK unhooked: fine for a
+        # recording (its calls go unrecorded), but a replay would send them to the service.
+        instrument_on_import()
 
 
 def fail_start(exc: BaseException) -> None:
@@ -398,19 +452,55 @@ def _finish(session: Session, status_file: str | None = None) -> None:
     status["recorded"] = len(session.new_events)
     status["failed"] = failed
     status["error"] = failure
+    if failure and session.mode != "record" and not status_file:
+        _fail_exit_status()
     if status_file:
         try:
-            with open(status_file, "w", encoding="utf-8") as fh:
+            fd = open_for_writing(status_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, what="status file")
+            with open(fd, "w", encoding="utf-8") as fh:
                 json.dump(status, fh)
             return
-        except OSError as exc:
-            sys.stderr.write(f"rewind: cannot write the status file {status_file} ({exc.strerror or exc})\n")
+        except (OSError, RewindError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+            sys.stderr.write(f"rewind: cannot write the status file {status_file} ({reason})\n")
     if failure and not ended_program:
         sys.stderr.write(failure if failure.startswith("rewind:") else f"rewind: {failure}")
         sys.stderr.write("\n")
     elif not failure and not _flag(os.environ, "REWIND_QUIET"):
         # The line `rewind record|replay` prints, so a zero-code run says what it did too.
         sys.stderr.write(_summary_line(session, status) + "\n")
+
+
+def _fail_exit_status() -> None:
+    """Make the process exit 1 for a failed replay, unless the program failed already."""
+    global exit_status
+    if getattr(sys, "last_value", None) is not None:
+        return  # it died of an exception: its status is 1 already
+    try:
+        if not _flag(os.environ, "REWIND_EXIT_ON_DIVERGENCE", default=True):
+            return
+    except EnvironmentConfigError:
+        pass  # checked at start-up; changed since: fail safe
+    exit_status = 1
+    if not exit_status_applied_late:
+        apply_exit_status()  # no start-up hook to do it after the other exit handlers
+
+
+def apply_exit_status() -> None:
+    """End the process with ``exit_status`` if a failed session set one (the last exit handler).
+
+    An exit handler cannot change the status the interpreter returns, so this one ends
+    the process itself, after flushing the standard streams.
+    """
+    if not exit_status:
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:
+            pass
+    os._exit(exit_status)
 
 
 def _failed_steps(session: Session) -> list[dict[str, Any]]:

@@ -35,7 +35,14 @@ from opentelemetry.trace import SpanKind
 
 from . import content_capture
 from ._channel import PARCELS, Parcel
-from ._span_errors import annotate, exported_message, request_credentials, without_credentials
+from ._span_errors import (
+    annotate,
+    client_credentials,
+    environment_credentials,
+    exported_message,
+    request_credentials,
+    without_credentials,
+)
 from .canonical import canonical_json, canonical_text, ensure_jsonable, request_text, text_fingerprint, to_jsonable
 from .errors import DivergenceError, RedactionError, TraceFormatError, TraceWriteError
 from .replayed_error import decode_error, encode_error, is_cancellation, replayed_cancellation
@@ -81,6 +88,7 @@ class Call:
         "_observed",
         "_direct",
         "is_async",
+        "credential_source",
     )
 
     def __init__(self, session: Session, kind: str, name: str, request: Any, is_async: bool | None = None) -> None:
@@ -128,6 +136,8 @@ class Call:
         self._observed = True
         #: No SDK span: the event goes straight to the writer (see ``_start_span``).
         self._direct = False
+        #: The SDK object that made the call (its client's credentials are kept out of errors).
+        self.credential_source: Any = None
 
     # -- the request, as JSON data ---------------------------------------------------
     @property
@@ -373,8 +383,8 @@ class Call:
             return None
         else:
             record = dict(error) if error is not None else encode_error(exc)
-        # An error that quotes the credential its request carried keeps it on no span and in no file.
-        credentials = request_credentials(exc)
+        # An error that quotes a credential of its call keeps it on no span and in no file.
+        credentials = self.credentials(exc)
         record = without_credentials(record, credentials)
         if self.session.redact is not None:
             record = self._redact_or_record(record, "error record")
@@ -406,9 +416,16 @@ class Call:
         recorded (a stack trace ends with the raw message and chains its causes', so it
         is not exported)."""
         if credentials is None:
-            credentials = request_credentials(exc)
+            credentials = self.credentials(exc)
         annotate(self.span, exc, exported_message(exc, record, self.session.redact, credentials))
         self.span.set_attributes(self._end_attributes(extra={"error.type": type(exc).__qualname__}))
+
+    def credentials(self, exc: BaseException) -> frozenset[str]:
+        """Every credential rewind can know for this failed call: its request's, its client's,
+        the environment's. The session remembers them for the error that ends the run."""
+        found = request_credentials(exc) | client_credentials(self.credential_source) | environment_credentials()
+        self.session.known_credentials.update(found)
+        return found
 
     # -- redaction ------------------------------------------------------------------
     def redacted(self, data: Any, what: str) -> Any:

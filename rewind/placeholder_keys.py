@@ -3,15 +3,18 @@
 ``openai.OpenAI()``, ``anthropic.Anthropic()`` and most provider clients refuse to be
 constructed without an API key, before any call is made, so a replay that needs no key
 would still fail where none is set. During a replay (the pytest plugin, ``rewind replay``,
-``REWIND_REPLAY``) each variable below that is unset gets a placeholder value. A key that
-is set is never touched. The placeholder is not a credential: a call that somehow escaped
-the replay is refused by the real service (401) instead of spending money.
+``REWIND_REPLAY``, ``with rewind.replay(...)``) each variable below that is unset gets a
+placeholder value. A key that is set is never touched. The placeholder is not a
+credential: a call that somehow escaped the replay is refused by the real service (401)
+instead of spending money. It lives in ``os.environ`` only while a replay holds it (the
+environment variable path holds it for the whole process) and is never written anywhere.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, MutableMapping
+import threading
+from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 
 #: What a placeholder key holds; recognizable in a provider's "invalid API key" error.
@@ -45,16 +48,49 @@ def fill(environ: MutableMapping[str, str] | None = None) -> list[str]:
     return list(added)
 
 
+_lock = threading.Lock()
+_holders = 0
+_added: list[str] = []
+
+
+def hold() -> Callable[[], None]:
+    """Fill the missing placeholders until the returned ``release`` is called.
+
+    Holds nest and overlap (two replays in two threads): the placeholders set by the first
+    hold are removed when the last one is released, and only those still holding the
+    placeholder value (a key the program set since is kept).
+    """
+    global _holders, _added
+    with _lock:
+        if _holders == 0:
+            _added = fill()
+        _holders += 1
+    released = threading.Event()
+
+    def release() -> None:
+        global _holders, _added
+        with _lock:
+            if released.is_set():
+                return
+            released.set()
+            _holders -= 1
+            if _holders == 0:
+                for name in _added:
+                    if os.environ.get(name) == PLACEHOLDER:
+                        del os.environ[name]
+                _added = []
+
+    return release
+
+
 @contextmanager
-def placeholders() -> Iterator[list[str]]:
-    """``fill()`` for a block, then remove exactly the placeholders it set (unless changed since)."""
-    added = fill()
+def placeholders() -> Iterator[None]:
+    """``hold()`` for a block."""
+    release = hold()
     try:
-        yield added
+        yield
     finally:
-        for name in added:
-            if os.environ.get(name) == PLACEHOLDER:
-                del os.environ[name]
+        release()
 
 
-__all__ = ["PLACEHOLDER", "SDK_KEYS", "fill", "missing", "placeholders"]
+__all__ = ["PLACEHOLDER", "SDK_KEYS", "fill", "hold", "missing", "placeholders"]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.sdk.trace import ReadableSpan, Span
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from . import breakpoints, network_guard
+from . import breakpoints, network_guard, placeholder_keys
 from .errors import (
     DivergenceError,
     IdentityCollisionWarning,
@@ -123,6 +123,9 @@ class Session:
         self._network = check_network(network, allow_hosts)
         self._allow_hosts = tuple(allow_hosts)
         self._network_hold: network_guard.Hold | None = None
+        self._keys_release: Callable[[], None] | None = None
+        #: Credentials of this run's failed calls (``Call.credentials``), kept off the run's span.
+        self.known_credentials: set[str] = set()
         #: Connections a ``network="block"`` replay refused (even ones the program swallowed).
         self.network_blocked: list[network_guard.NetworkBlockedError] = []
         #: What a what-if fork changed (an edit), kept in the saved fork's ``forked_from``.
@@ -154,8 +157,7 @@ class Session:
 
     def __repr__(self) -> str:
         return (
-            f"Session(mode={self.mode!r}, path={self.path!r}, cursor={self.cursor}, "
-            f"new_events={len(self.new_events)})"
+            f"Session(mode={self.mode!r}, path={self.path!r}, cursor={self.cursor}, new_events={len(self.new_events)})"
         )
 
     # -- lifecycle ----------------------------------------------------------------
@@ -167,6 +169,9 @@ class Session:
         self._run_span = RunSpan.open(self.mode, self.path)  # one run, one trace in a backend
         self._token = _ACTIVE.set(self)
         _OPEN.add(self)
+        if self.mode == "replay":
+            # SDK clients refuse to be built without a key, even to be replayed (keyless CI).
+            self._keys_release = placeholder_keys.hold()
         if self._network == "block":
             # Last, so nothing after it can fail and leave it installed; removed in __exit__.
             self._network_hold = network_guard.block(self.path, self._allow_hosts)
@@ -184,7 +189,7 @@ class Session:
                 _ACTIVE.set(None)
             self._token = None
         try:
-            self._run_span.close(exc, self.redact)
+            self._run_span.close(exc, self.redact, frozenset(self.known_credentials))
             self._close(keep=exc_type is None)
             if exc_type is None:
                 self._check_consumption()
@@ -192,6 +197,9 @@ class Session:
             hold, self._network_hold = self._network_hold, None
             if hold is not None:
                 hold.release()
+            keys, self._keys_release = self._keys_release, None
+            if keys is not None:
+                keys()
 
     async def __aenter__(self) -> Session:
         return self.__enter__()

@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from . import genai_names as names
 from ._channel import PARCELS
-from ._span_errors import annotate, exported_message, request_credentials
+from ._span_errors import annotate, environment_credentials, exported_message, request_credentials
 
 if TYPE_CHECKING:
     from .core import Call
@@ -170,9 +170,15 @@ class RunSpan:
         token = context_api.attach(trace_api.set_span_in_context(span))
         return cls(span, token)
 
-    def close(self, error: BaseException | None = None, redact: Callable[[Any], Any] | None = None) -> None:
+    def close(
+        self,
+        error: BaseException | None = None,
+        redact: Callable[[Any], Any] | None = None,
+        known: frozenset[str] = frozenset(),
+    ) -> None:
         """End the span; ``error`` (what ended the run) goes on it as the steps' errors do,
-        through ``redact=`` and without the credentials of its request."""
+        through ``redact=`` and without the credentials of its request, of the environment,
+        or ``known`` to the session (its failed calls')."""
         span, token = self._span, self._token
         self._span = self._token = None
         if span is None:
@@ -182,7 +188,8 @@ class RunSpan:
         if token is not None and trace_api.get_current_span() is span:
             context_api.detach(token)  # type: ignore[arg-type]
         if error is not None:
-            annotate(span, error, exported_message(error, None, redact, request_credentials(error)))
+            credentials = request_credentials(error) | environment_credentials() | known
+            annotate(span, error, exported_message(error, None, redact, credentials))
         span.end()
 
 

@@ -352,3 +352,84 @@ print(json.dumps(dump_spans()))''',
     assert SECRET not in json.dumps(spans)
     run = [s for s in spans if s["name"] == "invoke_agent" and s["status"][0] == "ERROR"]
     assert [s["status"][1] for s in run] == ["PermissionError: token [redacted] rejected for bob"]
+
+
+# -- every provider: a key quoted back, wherever the SDK release keeps (or drops) the request ------
+
+QUOTED_BY_EVERY_PROVIDER = r"""
+import os
+import rewind
+from rewind.integrations import auto_patch
+from rewind.stub_server import StubServer
+
+KEYS = json.loads(os.environ["KEYS"])
+auto_patch()
+path = os.environ["TRACE"]
+hello = [{"role": "user", "content": "hello"}]
+
+def quoting(key):
+    return {"error": {"message": f"Incorrect API key provided: {key}.", "type": "invalid_request_error"}}
+
+def attempt(server, key, call):
+    server.fail_next(401, body=quoting(key))
+    try:
+        call()
+    except Exception:
+        pass
+
+def agent(server):
+    import anthropic, cohere, openai
+    from google import genai
+    try:  # 2.x and later keep the SDK under mistralai.client
+        from mistralai.client import Mistral
+    except ImportError:
+        from mistralai import Mistral
+    # From the environment, as most agents build them (OPENAI_API_KEY / ANTHROPIC_API_KEY).
+    oa = openai.OpenAI(base_url=server.openai_base_url, max_retries=0)
+    attempt(server, KEYS["env_openai"], lambda: oa.chat.completions.create(model="gpt-4o-mini", messages=hello))
+    claude = anthropic.Anthropic(base_url=server.anthropic_base_url, max_retries=0)
+    attempt(server, KEYS["env_anthropic"], lambda: claude.messages.create(
+        model="claude-stub", max_tokens=16, messages=hello))
+    # Given to the client.
+    mistral = Mistral(api_key=KEYS["mistral"], server_url=server.mistral_base_url)
+    attempt(server, KEYS["mistral"], lambda: mistral.chat.complete(model="mistral-small-latest", messages=hello))
+    co = cohere.ClientV2(api_key=KEYS["cohere"], base_url=server.cohere_base_url)
+    attempt(server, KEYS["cohere"], lambda: co.chat(model="command-r", messages=hello))
+    gemini = genai.Client(api_key=KEYS["gemini"], http_options={"base_url": server.gemini_base_url})
+    attempt(server, KEYS["gemini"], lambda: gemini.models.generate_content(model="gemini-2.0-flash", contents="hi"))
+
+with StubServer() as server:
+    with rewind.record(path):
+        agent(server)
+print(json.dumps(dump_spans()))
+"""
+
+EVERY_PROVIDER_KEYS = {
+    "env_openai": "sk-from-environment-OPENAI-12345",
+    "env_anthropic": "sk-ant-from-environment-67890",
+    "mistral": "mistral-client-KEY-abcdefghijkl",
+    "cohere": "cohere-client-KEY-mnopqrstuvwx",
+    "gemini": "gemini-client-KEY-yzabcdefghij",
+}
+
+
+def test_a_key_quoted_back_is_removed_for_every_provider(run_python, tmp_path: Path) -> None:
+    """openai 3.x drops the auth headers from the request it keeps on an error, so the request
+    cannot say what the key was: the client's key and the environment's are removed too."""
+    for sdk in ("openai", "anthropic", "mistralai", "cohere", "google.genai"):
+        pytest.importorskip(sdk)
+    env = {
+        "TRACE": str(tmp_path / "run.rewind"),
+        "KEYS": json.dumps(EVERY_PROVIDER_KEYS),
+        "OPENAI_API_KEY": EVERY_PROVIDER_KEYS["env_openai"],
+        "ANTHROPIC_API_KEY": EVERY_PROVIDER_KEYS["env_anthropic"],
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true",
+    }
+    result = run_python(SPANS + QUOTED_BY_EVERY_PROVIDER, env=env, timeout=180)
+    assert result.returncode == 0, result.stderr
+    spans = json.loads(result.stdout.strip().splitlines()[-1])
+    steps = Trace.load(tmp_path / "run.rewind").events
+    assert len(steps) == 5 and not any(step.ok for step in steps), [s.name for s in steps]
+    assert _scan(_written(tmp_path), json.dumps(spans), EVERY_PROVIDER_KEYS) == {}
+    removed = [step.name for step in steps if "[credential removed by rewind]" in json.dumps(step.error)]
+    assert len(removed) == 5, removed  # the quote was there, and it was removed

@@ -35,17 +35,16 @@ def _start() -> None:
     target = os.environ.get("REWIND_RECORD") or os.environ.get("REWIND_REPLAY")
     if not target:
         return
-    pid, _, owned = (os.environ.get("REWIND_SESSION_PID") or "").partition(":")
-    if pid and pid != str(os.getpid()) and owned == target:
-        return  # a subprocess of the program that owns this session (rewind.bootstrap.owned_elsewhere)
     try:
-        from rewind.bootstrap import autostart
-    except Exception as exc:  # rewind is not importable by this interpreter
+        from rewind.bootstrap import autostart, owned_elsewhere
+    except BaseException as exc:  # rewind is not importable by this interpreter
         where = sys.executable
         sys.stderr.write(f"rewind: cannot start the session: {exc} (is agent-rewind-otel installed for {where}?)\n")
         sys.stderr.flush()
         os._exit(2)
     try:
+        if owned_elsewhere():
+            return  # a subprocess of the program that owns this session
         autostart()
     except Exception as exc:
         from rewind.bootstrap import fail_start

@@ -117,10 +117,16 @@ def run() -> None:
         return
     if _on_path(_HERE):
         return  # a child of `rewind record|replay`: its sitecustomize opens the session
+    from rewind import bootstrap
     from rewind.bootstrap import autostart, environment_started, fail_start, owned_elsewhere
 
-    if owned_elsewhere():
-        return  # a subprocess of the program that owns this session
+    # The start-up hook registered the exit handler that applies a failed replay's status.
+    bootstrap.exit_status_applied_late = True
+    try:
+        if owned_elsewhere():
+            return  # a subprocess of the program that owns this session
+    except Exception as exc:  # a stale or copied REWIND_SESSION_PID
+        fail_start(exc)
     captured = _Captured()
     otel_logger = logging.getLogger("opentelemetry.instrumentation.auto_instrumentation")
     otel_logger.addHandler(captured)

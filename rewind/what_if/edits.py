@@ -22,7 +22,9 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._safe_read import open_regular
 from ..canonical import ensure_jsonable
+from ..errors import TraceFormatError
 from ..trace import Event
 
 _STEP_KEYS = frozenset({"response", "error", "stream"})
@@ -36,10 +38,13 @@ def load_edit_file(path: str | os.PathLike[str]) -> Any:
     """The JSON in ``path``; an ``EditError`` naming the file, line and column otherwise."""
     shown = os.fspath(path)
     try:
-        with open(path, encoding="utf-8") as fh:
+        fd, _ = open_regular(shown, what="edit file")  # a FIFO would block the read forever
+        with open(fd, encoding="utf-8") as fh:
             text = fh.read()
-    except OSError as exc:
-        raise EditError(f"cannot read the edit {shown}: {exc.strerror or exc}") from None
+    except TraceFormatError as exc:
+        raise EditError(f"cannot read the edit {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EditError(f"cannot read the edit {shown}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
         return json.loads(text)
     except ValueError as exc:

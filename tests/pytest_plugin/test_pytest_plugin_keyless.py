@@ -99,3 +99,36 @@ def test_recording_gets_no_placeholder(project: pytest.Pytester) -> None:
     result = project.runpytest_subprocess("--rewind-record", "-k", "test_agent")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*OPENAI_API_KEY*"])
+
+
+AT_IMPORT = """
+import os
+
+import openai
+import pytest
+
+# Built when the module is imported, during collection: before any test or fixture runs.
+client = openai.OpenAI(base_url=os.environ["STUB_OPENAI"], max_retries=0)
+
+
+@pytest.mark.rewind_trace("traces/import_time.rewind")
+def test_agent(rewind_session):
+    reply = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+    assert reply.choices[0].message.content == "Echo: hi"
+"""
+
+
+def test_a_client_built_at_import_time_is_collected_without_a_key(
+    project: pytest.Pytester, stub: StubServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project.makepyfile(test_import_time=textwrap.dedent(AT_IMPORT))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-real-for-recording")
+    project.runpytest_subprocess("--rewind-record", "test_import_time.py").assert_outcomes(passed=1)
+    stub.stop()
+    monkeypatch.delenv("OPENAI_API_KEY")
+    # Before: collection failed with "The api_key client option must be set".
+    project.runpytest_subprocess("test_import_time.py").assert_outcomes(passed=1)
+    # Recording still needs the real key: the SDK's own error, at collection.
+    recording = project.runpytest_subprocess("--rewind-record", "test_import_time.py")
+    recording.assert_outcomes(errors=1)
+    recording.stdout.fnmatch_lines(["*OPENAI_API_KEY*"])
