@@ -232,7 +232,9 @@ def test_proxy_records_and_replays_a_client_that_is_not_the_python_sdk(run, stub
         "print('ANSWER:', reply['choices'][0]['message']['content'])\n"
     )
     upstream = f"openai={stub.openai_base_url}"
-    recorded = answer(run(REWIND, "record", "--proxy", "proxy.rewind", "--upstream", upstream, "--", sys.executable, client))
+    recorded = answer(
+        run(REWIND, "record", "--proxy", "proxy.rewind", "--upstream", upstream, "--", sys.executable, client)
+    )
     assert stub.request_count == 1
     assert "sk-proxy-suite" not in (tmp_path / "proxy.rewind").read_text()
     replayed = answer(run(REWIND, "replay", "--proxy", "proxy.rewind", "--", sys.executable, client))
