@@ -177,7 +177,7 @@ def _outermost_steps(
         if span.span_id in above:
             continue  # a repeated span id: its first span decided
         parent = span.parent_id
-        kinds = frozenset()
+        kinds: frozenset[str] = frozenset()
         if parent is not None and parent in by_id and parent in above:
             kinds = above[parent] | ({steps[parent]} if parent in steps else set())
         above[span.span_id] = kinds
