@@ -101,7 +101,7 @@ def looks_like_json(data: bytes) -> bool:
 def read_json(data: bytes, path: str) -> Collected:
     collected = Collected(Budget(path))
     try:
-        _add_document(collected, 0, _parse_json(data, collected.budget))
+        _add_document(collected, 0, parse_json(data, collected.budget))
     except RecursionError:
         raise TelemetryError(f"{path}: JSON nested too deeply to be OTLP") from None
     except ValueError:
@@ -109,7 +109,7 @@ def read_json(data: bytes, path: str) -> Collected:
             if not line.strip():
                 continue
             try:
-                document = _parse_json(line, collected.budget)
+                document = parse_json(line, collected.budget)
             except (ValueError, RecursionError) as exc:
                 collected.skipped.append(f"{path}:{number}: not JSON ({exc}); line skipped")
                 continue
@@ -117,7 +117,7 @@ def read_json(data: bytes, path: str) -> Collected:
     return collected
 
 
-def _parse_json(text: bytes, budget: Budget) -> Any:
+def parse_json(text: bytes, budget: Budget) -> Any:
     """``json.loads``, once the document's brackets show it fits what the budget has left."""
     if len(text) // 2 > budget.items_left * _BRACKETS_PER_ITEM:
         brackets = text.count(b"{") + text.count(b"[")
@@ -167,7 +167,7 @@ def add_request(collected: Collected, request: dict[str, Any]) -> None:
                 collected.logs.setdefault(span_id, []).append(
                     SpanEvent(
                         str(name),
-                        _time(record.get("timeUnixNano") or record.get("observedTimeUnixNano")),
+                        time_ns(record.get("timeUnixNano") or record.get("observedTimeUnixNano")),
                         attrs,
                         body=any_value(record.get("body"), budget),
                         log=True,
@@ -188,7 +188,7 @@ def _span(raw: dict[str, Any], resource: dict[str, Any], scope: str, budget: Bud
         events.append(
             SpanEvent(
                 str(e.get("name") or ""),
-                _time(e.get("timeUnixNano") or e.get("time_unix_nano")),
+                time_ns(e.get("timeUnixNano") or e.get("time_unix_nano")),
                 attributes(e.get("attributes"), budget),
             )
         )
@@ -197,8 +197,8 @@ def _span(raw: dict[str, Any], resource: dict[str, Any], scope: str, budget: Bud
         span_id=span_id,
         parent_id=parent,
         name=str(raw.get("name") or ""),
-        start_ns=_time(raw.get("startTimeUnixNano") or raw.get("start_time_unix_nano")),
-        end_ns=_time(raw.get("endTimeUnixNano") or raw.get("end_time_unix_nano")),
+        start_ns=time_ns(raw.get("startTimeUnixNano") or raw.get("start_time_unix_nano")),
+        end_ns=time_ns(raw.get("endTimeUnixNano") or raw.get("end_time_unix_nano")),
         attributes=attributes(raw.get("attributes"), budget),
         events=events,
         status_code=_enum(status.get("code"), _STATUS, "STATUS_CODE_"),
@@ -304,7 +304,7 @@ def _int(value: Any) -> int | None:
     return number if _I64[0] <= number <= _I64[1] else None
 
 
-def _time(value: Any) -> int:
+def time_ns(value: Any) -> int:
     """A ``fixed64`` time in nanoseconds; 0 (unknown) when absent, negative or out of range."""
     if isinstance(value, str) and value.isdigit() and len(value) <= 20:
         number: int | None = int(value)
