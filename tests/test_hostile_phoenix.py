@@ -47,7 +47,10 @@ def test_a_trickling_answer_ends_at_the_total_deadline(tmp_path: Path) -> None:
 def test_a_redirect_off_the_named_host_is_refused_before_any_packet(tmp_path: Path) -> None:
     hold = network_guard.block("the redirect test")  # a wrong client is stopped before it connects
     try:
-        with HostileServer("redirect") as server, pytest.raises(TelemetryError, match=r"redirected to http://192\.0\.2\.1"):
+        with (
+            HostileServer("redirect") as server,
+            pytest.raises(TelemetryError, match=r"redirected to http://203\.0\.113\.7"),
+        ):
             read_phoenix(server.url, timeout=20)
     finally:
         hold.release()

@@ -110,8 +110,26 @@ def opentelemetry_failed_message(variable: str, error: BaseException | None) -> 
     )
 
 
+def _inherit_network_guard() -> None:
+    """A child of a ``network="block"`` replay holds the guard before its program runs."""
+    if not os.environ.get("REWIND_GUARD_NETWORK"):
+        return
+    try:
+        from rewind._guard_children import inherit
+
+        inherit()
+    except Exception as exc:  # the program must not run unguarded
+        sys.stderr.write(
+            f"rewind: cannot install the network guard this process inherits from a network='block' replay "
+            f"({type(exc).__name__}: {exc}); the program did not run\n"
+        )
+        sys.stderr.flush()
+        os._exit(2)
+
+
 def run() -> None:
     """Open the session the environment asks for, or end the process (status 2)."""
+    _inherit_network_guard()
     variable = requested()
     if not variable or os.path.basename(sys.argv[0] if sys.argv else "") in LAUNCHERS:
         return

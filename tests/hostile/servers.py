@@ -4,7 +4,7 @@
 
 * ``endless``: an empty page of spans with a new ``next_cursor``, forever;
 * ``trickle``: a 200 answer whose body comes one byte per second;
-* ``redirect``: a 302 to a host that is not the one asked (``192.0.2.1``, TEST-NET: never
+* ``redirect``: a 302 to a host that is not the one asked (``203.0.113.7``, TEST-NET-3: never
   contacted by a correct client; run the client under the network guard so a wrong one
   is stopped before any packet);
 * ``crowded``: one page holding ``spans`` spans and a cursor to more.
@@ -20,7 +20,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-OFF_HOST = "http://192.0.2.1:6006"
+OFF_HOST = "http://203.0.113.7:6006"
 
 
 def phoenix_span(number: int) -> dict[str, Any]:
