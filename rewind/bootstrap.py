@@ -147,7 +147,15 @@ def session_from_environment(environ: Mapping[str, str] | None = None) -> Sessio
         if fault is not None:
             from .what_if.faults import fault_session
 
-            return fault_session(replay_path, fault, match=match, redact=redact, normalize=normalize, network=network)
+            return fault_session(
+                replay_path,
+                fault,
+                match=match,
+                redact=redact,
+                normalize=normalize,
+                network=network,
+                allow_hosts=allow_hosts,
+            )
         if fork_at is None:
             if save_as is not None:
                 raise EnvironmentConfigError("REWIND_SAVE_AS needs REWIND_FORK_AT (the step where the run goes live)")
@@ -345,6 +353,7 @@ def _finish(session: Session, status_file: str | None = None) -> None:
         )
     if failure:
         failure = dialect.translate(failure)
+    status["network_blocked"] = [f"{error.host}:{error.port}" for error in blocked]
     status["served"] = session.cursor
     status["recorded"] = len(session.new_events)
     status["failed"] = failed
