@@ -14,6 +14,10 @@ of those variables is set (the check costs one environment lookup otherwise). Th
   are instrumented as they are imported and the session opens, as the CLI does.
 
 A session that cannot open ends the process with status 2 before the program runs.
+
+``REWIND_GUARD_NETWORK`` (set for its children by a process holding the
+``network="block"`` guard, see ``rewind._guard_children``) also runs this hook: the
+guard is installed before anything else, session or not.
 """
 
 from __future__ import annotations
