@@ -93,6 +93,7 @@ from rewind.core import Call, begin_call
 from rewind.errors import PatchGapWarning, RedactionError, ReviveFallbackWarning, TraceWriteError
 from rewind.session import current_session, warn_if_threadless
 
+from ._chunk_shape import check_stream
 from ._errors import error_record, revive_error
 from ._kit import Kit
 from ._stainless import SDKKit, dump_model, resolve, sse_bytes
@@ -509,6 +510,7 @@ class _Invocation:
             synthesized = with_stream(event, self.kwargs)
             if synthesized is not None:
                 event, stream_record = synthesized, synthesized.get("stream")
+        check_stream(event, stream_record, provider.type_of(surface.chunk), wanted=_wants_stream(surface, self.kwargs))
         if not event.ok and stream_record is None:
             call.raise_recorded_error(event, provider.revive_error(event.error or {}, event.seq))
         client = getattr(self.instance, "_client", None)

@@ -15,6 +15,7 @@ way.
 
 from __future__ import annotations
 
+import json
 import re
 
 # C0 controls (below), DEL and C1 controls; lone surrogates (not printable, and a terminal
@@ -53,4 +54,18 @@ def inert_value(value: object) -> str:
     return inert(value if isinstance(value, str) else str(value))
 
 
-__all__ = ["inert", "inert_value"]
+_IN_JSON = re.compile(f"[{_FORMAT}]")
+
+
+def inert_json(value: object, *, indent: int | None = 2) -> str:
+    """``value`` as JSON for a terminal: readable text, but every character ``inert`` would
+    escape written as a JSON ``\\uXXXX`` escape (the same value to a JSON reader).
+
+    ``json.dumps`` escapes only C0 controls; with ``ensure_ascii=False`` a C1 CSI (U+009B)
+    or a bidi override (U+202E) would reach the terminal raw.
+    """
+    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    return _IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+__all__ = ["inert", "inert_json", "inert_value"]

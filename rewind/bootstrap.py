@@ -188,7 +188,15 @@ def session_from_environment(environ: Mapping[str, str] | None = None) -> Sessio
                 raise EnvironmentConfigError("REWIND_FAULT replays offline: it takes no REWIND_LIVE/REWIND_NEVER_LIVE")
             from .what_if.faults import fault_session
 
-            return fault_session(replay_path, fault, match=match, redact=redact, normalize=normalize, network=network)
+            return fault_session(
+                replay_path,
+                fault,
+                match=match,
+                redact=redact,
+                normalize=normalize,
+                network=network,
+                allow_hosts=allow_hosts,
+            )
         if _flag(env, "REWIND_REFRESH"):
             if save_as is None or fork_at is not None or edit_file is not None:
                 raise EnvironmentConfigError(
@@ -441,6 +449,7 @@ def _finish(session: Session, status_file: str | None = None) -> None:
         )
     if failure:
         failure = dialect.translate(failure)
+    status["network_blocked"] = [f"{error.host}:{error.port}" for error in blocked]
     status["served"] = session.cursor
     live_from = getattr(session.matcher, "live_from", None)
     if isinstance(live_from, int):

@@ -9,10 +9,21 @@ connection passes through,
 * ``socket.create_connection`` and ``socket.getaddrinfo`` (name resolution is traffic too),
 * asyncio's ``loop.create_connection`` and ``loop.sock_connect``,
 
-and refuses a connection to any host that is not loopback (``localhost``, ``127.0.0.0/8``,
-``::1``), a Unix socket, or on the allow-list, with a ``NetworkBlockedError`` naming the
-host and the code that tried. It is installed when the first blocking session opens and
-removed when the last one closes; it is process-wide while installed (threads do not
+and, through an audit hook (``sys.addaudithook``), what CPython's socket module does
+underneath them: ``connect`` of any socket (``_socket.socket`` too), ``sendto``/``sendmsg``
+(UDP, ``MSG_FASTOPEN``), and the resolver (``gethostbyname(_ex)``, ``gethostbyaddr``,
+``getnameinfo``, ``getaddrinfo``). It refuses a connection to any host that is not
+loopback (``localhost``, ``127.0.0.0/8``, ``::1``), a Unix socket, or on the allow-list,
+with a ``NetworkBlockedError`` naming the host and the code that tried.
+
+Child processes inherit it (``rewind._guard_children``): Pythons of this environment install it at
+start-up, and every child gets proxy variables pointing at a dead loopback port, so a
+``curl`` or a Python without rewind that honours them cannot reach the world either.
+What no Python code can stop (a C library's own ``connect()``, ctypes, a program that
+ignores proxy variables) is listed in docs/what-if.md, "Offline, guaranteed".
+
+It is installed when the first blocking session opens and removed when the last one
+closes (the audit hook stays, idle); it is process-wide while installed (threads do not
 share a session's context, and the point is that they cannot escape). Exporters of
 OpenTelemetry (``opentelemetry.exporter.*``) keep their connections: sending telemetry
 is not the agent reaching the world.
@@ -72,6 +83,8 @@ class _Guard:
         self.holders: list[Hold] = []
         self.allowed_ips: set[str] = set()
         self.originals: dict[tuple[Any, str], Any] = {}
+        #: The audit hook cannot be removed: it is added once and idles while nobody holds the guard.
+        self.audit_hook_added = False
 
     def allowed_names(self) -> frozenset[str]:
         names: set[str] = set()
@@ -96,6 +109,8 @@ class Hold:
         self.blocked: list[NetworkBlockedError] = []
 
     def release(self) -> None:
+        from . import _guard_children
+
         with _GUARD.lock:
             if self not in _GUARD.holders:
                 return
@@ -103,17 +118,23 @@ class Hold:
             if not _GUARD.holders:
                 _uninstall()
                 _GUARD.allowed_ips.clear()
+                _guard_children.disarm()
+            else:
+                _guard_children.arm(_GUARD.label(), _GUARD.allowed_names())
 
     __call__ = release
 
 
 def block(label: str, allow_hosts: Sequence[str] = ()) -> Hold:
     """Block the network until the returned hold is released (reference-counted)."""
+    from . import _guard_children
+
     hold = Hold(label, frozenset(_norm(h) for h in allow_hosts))
     with _GUARD.lock:
         if not _GUARD.holders:
             _install()
         _GUARD.holders.append(hold)
+        _guard_children.arm(_GUARD.label(), _GUARD.allowed_names())
     return hold
 
 
@@ -140,12 +161,13 @@ def _norm(host: str) -> str:
 def _is_allowed(host: Any) -> bool:
     if host is None or host == "" or not _GUARD.holders:
         return True
-    if isinstance(host, bytes):
-        host = host.decode("ascii", "replace")
+    if isinstance(host, (bytes, bytearray, memoryview)):
+        host = bytes(host).decode("ascii", "replace")
     if not isinstance(host, str):
         return True  # not an internet address (a Unix socket path was caught earlier)
     name = _norm(host)
-    if name in _LOCAL_NAMES or name.endswith(".localhost"):
+    # Only the names every resolver answers from /etc/hosts: "x.localhost" is a DNS query.
+    if name in _LOCAL_NAMES:
         return True
     try:
         ip = ipaddress.ip_address(name.split("%", 1)[0])
@@ -166,6 +188,8 @@ def _is_allowed(host: Any) -> bool:
 def _check(host: Any, port: Any) -> None:
     if _is_allowed(host) or _from_exporter():
         return
+    if isinstance(host, (bytes, bytearray, memoryview)):
+        host = bytes(host).decode("ascii", "replace")
     where, via = _culprit()
     shown = f"{host}:{port}" if port not in (None, "", 0) else str(host)
     via_text = f", via {via}" if via else ""
@@ -183,7 +207,7 @@ def _check(host: Any, port: Any) -> None:
 
 def _address_host(address: Any) -> tuple[Any, Any] | None:
     """(host, port) of an internet socket address, ``None`` for anything else (Unix sockets)."""
-    if isinstance(address, tuple) and len(address) >= 2 and isinstance(address[0], (str, bytes)):
+    if isinstance(address, tuple) and len(address) >= 2 and isinstance(address[0], (str, bytes, bytearray)):
         return address[0], address[1]
     return None
 
@@ -245,6 +269,9 @@ def _from_exporter() -> bool:
 
 
 def _install() -> None:
+    if not _GUARD.audit_hook_added:
+        sys.addaudithook(_audit)
+        _GUARD.audit_hook_added = True
     sock_cls = socket.socket
     originals = _GUARD.originals
     originals[(sock_cls, "connect")] = sock_cls.connect
@@ -317,6 +344,41 @@ def _install() -> None:
         wrappers.append((owner, "sock_connect", guarded_sock_connect(originals[(owner, "sock_connect")])))
     for owner, name, wrapper in wrappers:
         setattr(owner, name, wrapper)
+
+
+#: Audit events of CPython's socket module that reach the network, and where their host is.
+_AUDITED_ADDRESS = frozenset({"socket.connect", "socket.sendto", "socket.sendmsg"})
+_AUDITED_NAME = frozenset({"socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr"})
+#: Audit events starting a program with an environment of its own, and where that environment is.
+_SPAWNS = {"subprocess.Popen": 3, "os.exec": 2, "os.posix_spawn": 2, "os.spawn": 3}
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    """Checks what the wrappers cannot see: the C socket type, UDP sends, the resolver.
+
+    Runs for every audit event of the process, so it returns at once unless the guard is
+    held and the event is one of the socket module's.
+    """
+    if not _GUARD.holders:
+        return
+    if event in _SPAWNS:
+        from . import _guard_children
+
+        _guard_children.into(args[_SPAWNS[event]] if len(args) > _SPAWNS[event] else None)
+        return
+    if not event.startswith("socket."):
+        return
+    if event in _AUDITED_ADDRESS:
+        target = _address_host(args[1]) if len(args) > 1 else None
+        if target is not None:
+            _check(*target)
+    elif event in _AUDITED_NAME:
+        if args and args[0] is not None:
+            _check(args[0], args[1] if event == "socket.getaddrinfo" and len(args) > 1 else None)
+    elif event == "socket.getnameinfo":
+        target = _address_host(args[0]) if args else None
+        if target is not None:
+            _check(*target)
 
 
 def _is_loopback_name(host: Any) -> bool:

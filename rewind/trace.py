@@ -872,6 +872,7 @@ def _parse_lines(path: str, lines: Any, *, source: _LineSource | None) -> Trace:
 _SEQ = operator.attrgetter("seq")
 #: Steps are numbered from 0; a seq must fit a signed 64-bit integer.
 _MAX_SEQ = 1 << 63
+MAX_SEQ = _MAX_SEQ
 
 
 def _is_torn(line: bytes) -> bool:
@@ -937,6 +938,11 @@ def _check_skeleton(data: dict[str, Any]) -> None:
         if key in data and type(data[key]) is not bool:
             raise ValueError(f"{key} must be true or false, not {_describe(data[key])}")
     _check_error(data)
+
+
+def check_line_fields(data: dict[str, Any]) -> None:
+    """Raise ``ValueError``/``KeyError`` unless ``data`` is an event line every reader accepts."""
+    _check_skeleton(data)
 
 
 def _lazy_event(

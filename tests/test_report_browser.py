@@ -244,6 +244,19 @@ def test_a_hand_edited_trace_opens_cleanly(page: Page, tmp_path: Path) -> None:
     assert page.problems() == []
 
 
+def test_a_key_named_twice_is_damage_not_one_of_the_two(page: Page, tmp_path: Path) -> None:
+    trace = record_trip(tmp_path / "run.rewind")
+    lines = trace.read_bytes().splitlines(keepends=True)
+    lines[2] = lines[2].replace(b'"request":', b'"request":"the other request","request":', 1)
+    trace.write_bytes(b"".join(lines))
+    target = tmp_path / "twice.html"
+    write_report(trace, target)
+    open_report(page, target)
+    assert 'names the key "request" twice' in click_step(page, 1)
+    assert "Book the Hotel Paris" in click_step(page, 3)  # the other steps read as before
+    assert page.problems() == []
+
+
 def test_diff_report_highlights_the_first_divergence(page: Page, reports: dict[str, Path], tmp_path: Path) -> None:
     open_report(page, reports["diff"])
     assert page.problems() == []

@@ -2,8 +2,9 @@
 
 site.py runs each line of a ``.pth`` file that starts with ``import`` and only prints an
 exception it raises; then the program runs. So the line costs two environment lookups
-when ``REWIND_RECORD``/``REWIND_REPLAY`` are unset and does nothing else, and when either
-is set it runs ``HOOK``: whatever goes wrong from then on (rewind shadowed by another
+when ``REWIND_RECORD``/``REWIND_REPLAY``/``REWIND_GUARD_NETWORK`` are unset and does nothing
+else (the last is how a replay's network guard reaches the Python children it starts), and when
+one is set it runs ``HOOK``: whatever goes wrong from then on (rewind shadowed by another
 distribution, a half-installed copy, a broken OpenTelemetry, a bug) ends the process with
 one line and status 2 before the program runs. ``HOOK`` uses the standard library only
 until rewind imports. It also registers, before anything else in the process can, the
@@ -15,6 +16,9 @@ checks that the shipped file is that line.
 """
 
 from __future__ import annotations
+
+#: The variables that start the hook (the guard variable reaches the children of a guarded replay).
+TRIGGERS = ("REWIND_RECORD", "REWIND_REPLAY", "REWIND_GUARD_NETWORK")
 
 HOOK = """\
 import atexit
@@ -63,7 +67,8 @@ except BaseException as exc:
 
 def line() -> str:
     """The ``.pth`` file's content."""
-    return f'import os, sys; (os.environ.get("REWIND_RECORD") or os.environ.get("REWIND_REPLAY")) and exec({HOOK!r})\n'
+    wanted = ' or '.join(f'os.environ.get("{name}")' for name in TRIGGERS)
+    return f"import os, sys; ({wanted}) and exec({HOOK!r})\n"
 
 
 if __name__ == "__main__":

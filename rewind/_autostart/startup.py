@@ -14,6 +14,10 @@ of those variables is set (the check costs one environment lookup otherwise). Th
   are instrumented as they are imported and the session opens, as the CLI does.
 
 A session that cannot open ends the process with status 2 before the program runs.
+
+``REWIND_GUARD_NETWORK`` (set for its children by a process holding the
+``network="block"`` guard, see ``rewind._guard_children``) also runs this hook: the
+guard is installed before anything else, session or not.
 """
 
 from __future__ import annotations
@@ -110,8 +114,26 @@ def opentelemetry_failed_message(variable: str, error: BaseException | None) -> 
     )
 
 
+def _inherit_network_guard() -> None:
+    """A child of a ``network="block"`` replay holds the guard before its program runs."""
+    if not os.environ.get("REWIND_GUARD_NETWORK"):
+        return
+    try:
+        from rewind._guard_children import inherit
+
+        inherit()
+    except Exception as exc:  # the program must not run unguarded
+        sys.stderr.write(
+            f"rewind: cannot install the network guard this process inherits from a network='block' replay "
+            f"({type(exc).__name__}: {exc}); the program did not run\n"
+        )
+        sys.stderr.flush()
+        os._exit(2)
+
+
 def run() -> None:
     """Open the session the environment asks for, or end the process (status 2)."""
+    _inherit_network_guard()
     variable = requested()
     if not variable or os.path.basename(sys.argv[0] if sys.argv else "") in LAUNCHERS:
         return

@@ -61,6 +61,21 @@ def explain(exc: Exception) -> str:
     return message
 
 
+def cannot_write(target: str, exc: OSError) -> CliError | None:
+    """The one-line error for a failure writing ``target`` (or its temporary file), else ``None``.
+
+    The command group reports any other ``OSError`` as a failure to read its input.
+    """
+    if exc.filename is None:
+        return None
+    written, failed = os.path.abspath(target), os.path.abspath(os.fsdecode(exc.filename))
+    beside = os.path.dirname(failed) == os.path.dirname(written) and os.path.basename(written) in failed
+    if not (beside or written.startswith(failed + os.sep)):  # the file, its temporary twin, a folder on the way
+        return None
+    reason = exc.strerror or exc.__class__.__name__
+    return CliError(f"{target}: cannot write ({reason}); check that its folder exists and is writable")
+
+
 def open_trace(path: str, *, eager: bool = False) -> Trace:
     """``Trace.open`` (or ``Trace.load``) for a command-line argument, failing as a one-line ``CliError``."""
     try:

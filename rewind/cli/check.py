@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from .._escape import inert
+from .._escape import inert, inert_json
 from ..errors import TraceFormatError
 from ..importing import check_trace
 from ._common import CliError, explain, get_output
@@ -38,7 +36,7 @@ def command(ctx: click.Context, trace_path: str, as_json: bool, strict: bool) ->
     except (TraceFormatError, OSError) as exc:
         raise CliError(explain(exc)) from None
     if as_json:
-        out.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        out.echo(inert_json(report.to_dict()))
     else:
         lines = []
         for step in report.steps:

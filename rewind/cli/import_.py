@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
 
 import click
 
-from .._escape import inert
+from .._escape import inert, inert_json
 from ..importing import ImportReport, TelemetryError, import_telemetry
-from ._common import CliError, Output, get_output
+from ._common import CliError, Output, cannot_write, get_output
 
 
 @click.command("import")
@@ -82,8 +81,10 @@ def command(
         )
     except TelemetryError as exc:
         raise CliError(str(exc)) from None
+    except OSError as exc:
+        raise cannot_write(output_path, exc) or exc from None
     if as_json:
-        out.echo(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+        out.echo(inert_json(report.to_dict()))
     else:
         out.emit("\n".join(report_lines(report, out)))
     if not report.replayable or not report.steps:

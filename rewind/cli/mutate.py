@@ -2,7 +2,10 @@
 
 Each run is CMD as a child process, replaying TRACE with one fault served at one step
 (``REWIND_FAULT``). CMD's answer is its standard output and exit status: the unmutated
-replay runs first and gives the reference.
+replay runs first and gives the reference. The network is blocked in every run (unless
+``--live`` or ``--network allow``): a fault handler that falls back to a raw HTTP call is
+reported, not let out. CMD's output is compared by its digest and kept only in part
+(``_capture``), so a program printing gigabytes costs no more memory than one printing a line.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import click
 from .._preview import clip
 from ..what_if.faults import FAULTS, FaultError
 from ..what_if.mutate import OUTCOMES, Mutation, Result, plan, render_table
+from ._capture import Captured, capture
 from ._common import CliError, open_trace
 from ._run import CHILD_CONTEXT, _read_status, check_command, child_environment
 
@@ -35,10 +39,17 @@ EXIT_NOT_RESILIENT = 1
 class _ChildRun:
     finished: bool
     returncode: int
+    #: The start of CMD's standard output, and what identifies all of it.
     stdout: str
     stderr: str
     status: dict[str, Any] | None
     seconds: float
+    stdout_digest: str = ""
+
+    @property
+    def network_blocked(self) -> list[str]:
+        blocked = (self.status or {}).get("network_blocked")
+        return [str(b) for b in blocked] if isinstance(blocked, list) else []
 
 
 def _run(argv: Sequence[str], session: Mapping[str, str], timeout: float) -> _ChildRun:
@@ -54,24 +65,17 @@ def _run(argv: Sequence[str], session: Mapping[str, str], timeout: float) -> _Ch
             )
         except OSError as exc:
             raise CliError(f"{argv[0]}: cannot run it ({exc.strerror or exc})") from None
-        finished = True
-        try:
-            out, err = child.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            finished = False
+        out, err = Captured.head(), Captured.tail()
+        finished = capture(child, out, err, timeout)
+        if not finished:
             try:
                 os.killpg(child.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-            out, err = child.communicate()
+            capture(child, out, err, None)
         seconds = time.perf_counter() - started
         return _ChildRun(
-            finished,
-            child.returncode,
-            out.decode("utf-8", "replace"),
-            err.decode("utf-8", "replace"),
-            _read_status(status_file),
-            seconds,
+            finished, child.returncode, out.text(), err.text(), _read_status(status_file), seconds, out.digest()
         )
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -98,6 +102,15 @@ def crash_of(stderr: str) -> tuple[str, str] | None:
 def classify(mutation: Mutation, run: _ChildRun, reference: _ChildRun, timeout: float) -> Result:
     if not run.finished:
         return Result(mutation, "hung", f"no exit after {timeout:g}s (stopped)", seconds=run.seconds)
+    if run.network_blocked:
+        # It tried to reach the world: whatever it printed after, the fault was not survived offline.
+        return Result(
+            mutation,
+            "crashed",
+            f"NetworkBlockedError: tried to reach {', '.join(run.network_blocked[:3])} (the network is blocked)",
+            error="rewind.network_guard.NetworkBlockedError",
+            seconds=run.seconds,
+        )
     divergence = (run.status or {}).get("divergence")
     if isinstance(divergence, dict):
         return Result(
@@ -113,7 +126,7 @@ def classify(mutation: Mutation, run: _ChildRun, reference: _ChildRun, timeout: 
             name, message = crash
             return Result(mutation, "crashed", clip(f"{name}: {message}", 120), error=name, seconds=run.seconds)
         return Result(mutation, "crashed", f"exit status {run.returncode}", seconds=run.seconds)
-    if run.stdout == reference.stdout:
+    if run.stdout_digest == reference.stdout_digest:
         return Result(mutation, "same", answer=run.stdout, seconds=run.seconds)
     return Result(
         mutation, "different", clip(run.stdout.strip() or "(no output)", 120), answer=run.stdout, seconds=run.seconds
@@ -176,6 +189,16 @@ def classify(mutation: Mutation, run: _ChildRun, reference: _ChildRun, timeout: 
     show_default=True,
     help="How the replayed steps are matched.",
 )
+@click.option(
+    "--network",
+    type=click.Choice(("allow", "block")),
+    envvar="REWIND_NETWORK",
+    help="block (the default without --live; REWIND_NETWORK): a connection CMD makes to a host other than "
+    "loopback (or --allow-host) fails at once and the run is reported crashed.",
+)
+@click.option(
+    "--allow-host", "allow_hosts", multiple=True, metavar="HOST", help="With --network block: keep HOST reachable."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
 def command(
@@ -188,6 +211,8 @@ def command(
     retry_after: str,
     live: bool,
     match: str,
+    network: str | None,
+    allow_hosts: tuple[str, ...],
     as_json: bool,
     command: tuple[str, ...],
 ) -> None:
@@ -214,6 +239,7 @@ def command(
     except (FaultError, ValueError) as exc:
         raise CliError(str(exc)) from None
     base = {"REWIND_REPLAY": os.path.abspath(trace_path), "REWIND_MATCH": match}
+    base.update(_network(network, allow_hosts, live=live))
     reference = _run(argv, base, timeout)
     if not reference.finished or reference.returncode != 0 or (reference.status or {}).get("error"):
         why = (
@@ -241,6 +267,18 @@ def command(
         click.echo(render_table(results, counts, header=f"{trace_path} (seed {seed})"))
     if counts["crashed"] or counts["hung"]:
         raise click.exceptions.Exit(EXIT_NOT_RESILIENT)
+
+
+def _network(network: str | None, allow_hosts: tuple[str, ...], *, live: bool) -> dict[str, str]:
+    """The runs' network variables: blocked unless --live or --network allow."""
+    if network is None:
+        network = "allow" if live else "block"
+    hosts = list(allow_hosts) or [h.strip() for h in os.environ.get("REWIND_ALLOW_HOSTS", "").split(",") if h.strip()]
+    if network != "block":
+        if allow_hosts:
+            raise CliError("--allow-host applies to --network block")
+        return {}
+    return {"REWIND_NETWORK": "block", **({"REWIND_ALLOW_HOSTS": ",".join(hosts)} if hosts else {})}
 
 
 def _last_line(text: str) -> str:

@@ -7,7 +7,7 @@ import os
 import click
 
 from ..accounting import ModelPrice, load_prices
-from ._common import CliError, get_output, open_trace
+from ._common import CliError, cannot_write, get_output, open_trace
 from .stats import _parse_prices
 
 _SUFFIXES = (".rewind.gz", ".rewind", ".jsonl.gz", ".jsonl", ".gz")
@@ -102,4 +102,6 @@ def command(
         report = write_report(trace, target, inline=inline, limits=limits, prices=table or None, title=title)
     except ValueError as exc:
         raise CliError(str(exc)) from None
+    except OSError as exc:
+        raise cannot_write(target, exc) or exc from None
     out.echo(describe(target, report.size, f"{report.steps} steps", report.note()))

@@ -91,8 +91,21 @@ def import_telemetry(
     if output is not None:
         destination = os.fspath(output)
         trace.dump(destination)
+        _check_written(destination)
         report.output = destination
     return report
+
+
+def _check_written(path: str) -> None:
+    """Read the written trace back: an import never leaves a file no reader can open."""
+    from ..errors import TraceFormatError
+    from ..trace import Trace
+
+    try:
+        Trace.load(path)
+    except TraceFormatError as exc:
+        os.unlink(path)
+        raise TelemetryError(f"the imported trace would not be readable ({exc}); nothing was written") from None
 
 
 __all__ = [

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..canonical import canonical_json, text_fingerprint
-from ..trace import KINDS, Event, Trace, new_header
+from ..trace import KINDS, MAX_SEQ, Event, Trace, new_header
 from . import wire
 from .errors import TelemetryError
 from .mappers import mapper_for
@@ -27,7 +27,7 @@ from .model import (
     Problem,
     Unmapped,
 )
-from .spans import SpanRecord, causal_order
+from .spans import SpanRecord, causal_order, depths
 
 #: The trace-line key holding what an imported step came from and what is wrong with it.
 IMPORTED = "imported"
@@ -127,12 +127,12 @@ def choose_trace(spans: list[SpanRecord], trace_id: str | None, service: str | N
 
 def build(spans: list[SpanRecord], *, source: str, attribute_limit: int | None = None) -> tuple[Trace, ImportReport]:
     """Map one run's spans to a trace (not written) and its report."""
-    ordered = causal_order(spans)
+    depth = depths(spans)
+    ordered = causal_order(spans, depth)
     by_id = {s.span_id: s for s in ordered}
-    drafts: list[Draft] = []
+    mapped: dict[int, Draft] = {}
     unmapped: list[Unmapped] = []
-    step_spans: dict[str, str] = {}
-    for span in ordered:
+    for index, span in enumerate(ordered):
         mapper = mapper_for(span)
         if mapper is None:
             unmapped.append(Unmapped(span, "no layout", sorted(span.attributes)))
@@ -142,12 +142,10 @@ def build(spans: list[SpanRecord], *, source: str, attribute_limit: int | None =
         except Exception as exc:  # hostile or odd telemetry: reported, never a crash
             unmapped.append(Unmapped(span, f"{mapper.layout}: {type(exc).__name__}: {exc}", sorted(span.attributes)))
             continue
-        if draft is None:
-            continue  # an agent, chain or workflow span: it holds steps, it is not one
-        if _inside_same_kind(span, draft.kind, step_spans, by_id):
-            continue  # a second instrumentation's span for the same call
-        step_spans[span.span_id] = draft.kind
-        drafts.append(draft)
+        if draft is not None:  # None: an agent, chain or workflow span: it holds steps, it is not one
+            mapped[index] = draft
+    step_spans = _outermost_steps(ordered, mapped, depth, by_id)
+    drafts = [draft for index, draft in sorted(mapped.items()) if step_spans.get(draft.span.span_id) is not None]
     _mark_truncation(drafts, attribute_limit)
     trace_id = ordered[0].trace_id if ordered else ""
     services = Counter(s.service for s in ordered if s.service)
@@ -166,21 +164,36 @@ def build(spans: list[SpanRecord], *, source: str, attribute_limit: int | None =
     return Trace(events, header=header), report
 
 
-def _inside_same_kind(span: SpanRecord, kind: str, steps: dict[str, str], by_id: dict[str, SpanRecord]) -> bool:
-    parent, seen = span.parent_id, set()
-    while parent and parent in by_id and parent not in seen:
-        seen.add(parent)
-        if steps.get(parent) == kind:
-            return True
-        parent = by_id[parent].parent_id
-    return False
+def _outermost_steps(
+    ordered: list[SpanRecord], mapped: dict[int, Draft], depth: dict[str, int], by_id: dict[str, SpanRecord]
+) -> dict[str, str]:
+    """The steps (span id -> kind) kept: a step inside a step of its own kind is a second
+    instrumentation's span for the same call. Decided ancestors first, each span once, from
+    the kinds of the steps above its parent (so a deep chain costs its length)."""
+    above: dict[str, frozenset[str]] = {}
+    steps: dict[str, str] = {}
+    drafts = {ordered[index].span_id: draft for index, draft in mapped.items()}
+    for span in sorted(ordered, key=lambda s: depth[s.span_id]):
+        if span.span_id in above:
+            continue  # a repeated span id: its first span decided
+        parent = span.parent_id
+        kinds: frozenset[str] = frozenset()
+        if parent is not None and parent in by_id and parent in above:
+            kinds = above[parent] | ({steps[parent]} if parent in steps else set())
+        above[span.span_id] = kinds
+        draft = drafts.get(span.span_id)
+        if draft is not None and draft.kind not in kinds:
+            steps[span.span_id] = draft.kind
+    return steps
 
 
 def _events(drafts: list[Draft], report: ImportReport) -> list[Event]:
     seqs = [d.seq if d.event is None else d.event.get("seq") for d in drafts]
-    keep_seqs = all(isinstance(s, int) for s in seqs) and len(set(seqs)) == len(seqs)
+    keep_seqs = all(_valid_seq(s) for s in seqs) and len(set(seqs)) == len(seqs)
     if drafts and not keep_seqs and any(s is not None for s in seqs):
-        report.notes.append("rewind.seq is missing or repeated on some spans: steps renumbered in causal order")
+        report.notes.append(
+            "rewind.seq is missing, repeated or out of range on some spans: steps renumbered in causal order"
+        )
     events: list[Event] = []
     for index, draft in enumerate(drafts):
         seq = int(seqs[index]) if keep_seqs else index  # type: ignore[arg-type]
@@ -203,9 +216,14 @@ def _events(drafts: list[Draft], report: ImportReport) -> list[Event]:
     return events
 
 
+def _valid_seq(seq: Any) -> bool:
+    return type(seq) is int and 0 <= seq < MAX_SEQ
+
+
 def _event(draft: Draft, seq: int) -> Event:
     if draft.event is not None and draft.replayable:
-        return Event.from_dict(draft.event)  # the recorder's own line, proven by its digest
+        # The recorder's own line, proven by its digest; renumbered when runs were joined.
+        return Event.from_dict({**draft.event, "seq": seq})
     span = draft.span
     if draft.chat is not None:
         _assess_chat(draft)
@@ -334,8 +352,9 @@ def _unknown(unmapped: list[Unmapped], steps: dict[str, str], by_id: dict[str, S
     an unknown layout, and are left out.
     """
     groups: dict[tuple[str, ...], dict[str, Any]] = {}
+    inside = _inside_steps(steps, by_id)
     for item in unmapped:
-        if _inside_any(item.span, steps, by_id):
+        if inside.get(item.span.span_id, False):
             continue
         if steps and not any(name.startswith(_GENAI_PREFIXES) for name in item.attribute_names):
             continue  # the application's own spans around the steps (a request, a job)
@@ -353,14 +372,22 @@ def _unknown(unmapped: list[Unmapped], steps: dict[str, str], by_id: dict[str, S
 _GENAI_PREFIXES = ("gen_ai.", "llm.", "openinference.", "rewind.", "traceloop.", "ai.", "embedding.", "retrieval.")
 
 
-def _inside_any(span: SpanRecord, steps: dict[str, str], by_id: dict[str, SpanRecord]) -> bool:
-    parent, seen = span.parent_id, set()
-    while parent and parent in by_id and parent not in seen:
-        if parent in steps:
-            return True
-        seen.add(parent)
-        parent = by_id[parent].parent_id
-    return False
+def _inside_steps(steps: dict[str, str], by_id: dict[str, SpanRecord]) -> dict[str, bool]:
+    """Per span id, whether some ancestor is a step (each chain walked once, cycles cut)."""
+    inside: dict[str, bool] = {}
+    for start in by_id:
+        path: list[str] = []
+        on_path: set[str] = set()
+        node: str | None = start
+        while node is not None and node in by_id and node not in inside and node not in on_path:
+            path.append(node)
+            on_path.add(node)
+            node = by_id[node].parent_id
+        answer = node is not None and node in inside and (inside[node] or node in steps)
+        for known in reversed(path):
+            inside[known] = answer
+            answer = answer or known in steps
+    return inside
 
 
 def display_source(source: str) -> str:

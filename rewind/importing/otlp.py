@@ -13,6 +13,11 @@ no prefix at all; each framing is tried in turn.
 
 Log records (the GenAI events of instrumentations that emit content as logs) are
 attached to the span they name by ``spanId``.
+
+What a file may cost is bounded by what it decodes, not by its size (``limits``): every
+span, attribute, event and array entry is counted, a protobuf message is counted before
+it is parsed (``protobuf_scan``), and a JSON document before it is parsed by its
+brackets. Numbers out of range (a time of ``1e400``) read as absent, never as a crash.
 """
 
 from __future__ import annotations
@@ -22,23 +27,33 @@ import binascii
 import gzip
 import io
 import json
+import math
 import os
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .._safe_read import ARCHIVE_ENV, MAX_ARCHIVE_BYTES, archive_too_big, limit, open_regular
 from .errors import TelemetryError
+from .limits import Budget
+from .protobuf_scan import WireError, check_fits
 from .spans import SpanEvent, SpanRecord
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _KINDS = {0: "UNSPECIFIED", 1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER", 5: "CONSUMER"}
 _STATUS = {0: "UNSET", 1: "OK", 2: "ERROR"}
+#: Times are unsigned 64-bit nanoseconds; OTLP integers are signed 64-bit.
+_MAX_U64 = (1 << 64) - 1
+_I64 = (-(1 << 63), (1 << 63) - 1)
+#: A JSON document may hold this many brackets per item of the budget (a span's attribute
+#: is two: its KeyValue and its AnyValue); more means it was built to exhaust memory.
+_BRACKETS_PER_ITEM = 4
 
 
 class Collected:
     """Spans and the log records that name a span, as one reader found them."""
 
-    def __init__(self) -> None:
+    def __init__(self, budget: Budget | None = None) -> None:
+        self.budget = budget if budget is not None else Budget("telemetry")
         self.spans: list[SpanRecord] = []
         self.logs: dict[str, list[SpanEvent]] = {}
         self.skipped: list[str] = []
@@ -84,10 +99,9 @@ def looks_like_json(data: bytes) -> bool:
 
 
 def read_json(data: bytes, path: str) -> Collected:
-    collected = Collected()
-    documents: list[tuple[int, Any]] = []
+    collected = Collected(Budget(path))
     try:
-        documents = [(0, json.loads(data))]
+        _add_document(collected, 0, parse_json(data, collected.budget))
     except RecursionError:
         raise TelemetryError(f"{path}: JSON nested too deeply to be OTLP") from None
     except ValueError:
@@ -95,22 +109,37 @@ def read_json(data: bytes, path: str) -> Collected:
             if not line.strip():
                 continue
             try:
-                documents.append((number, json.loads(line)))
+                document = parse_json(line, collected.budget)
             except (ValueError, RecursionError) as exc:
                 collected.skipped.append(f"{path}:{number}: not JSON ({exc}); line skipped")
-    for number, document in documents:
-        for item in document if isinstance(document, list) else [document]:
-            if not isinstance(item, dict):
-                collected.skipped.append(f"{path}:{number}: not an OTLP object; skipped")
                 continue
-            add_request(collected, item)
+            _add_document(collected, number, document)
     return collected
+
+
+def parse_json(text: bytes, budget: Budget) -> Any:
+    """``json.loads``, once the document's brackets show it fits what the budget has left."""
+    if len(text) // 2 > budget.items_left * _BRACKETS_PER_ITEM:
+        brackets = text.count(b"{") + text.count(b"[")
+        if brackets > budget.items_left * _BRACKETS_PER_ITEM:
+            budget.spend_items(brackets // _BRACKETS_PER_ITEM + 1)
+    return json.loads(text)
+
+
+def _add_document(collected: Collected, number: int, document: Any) -> None:
+    path = collected.budget.source
+    for item in document if isinstance(document, list) else [document]:
+        if not isinstance(item, dict):
+            collected.skipped.append(f"{path}:{number}: not an OTLP object; skipped")
+            continue
+        add_request(collected, item)
 
 
 def add_request(collected: Collected, request: dict[str, Any]) -> None:
     """One ``ExportTraceServiceRequest``/``TracesData`` (and logs) in OTLP/JSON form."""
+    budget = collected.budget
     for resource_spans in _list(request.get("resourceSpans") or request.get("resource_spans")):
-        resource = attributes(_dict(resource_spans.get("resource")).get("attributes"))
+        resource = attributes(_dict(resource_spans.get("resource")).get("attributes"), budget)
         scopes = _list(
             resource_spans.get("scopeSpans")
             or resource_spans.get("scope_spans")
@@ -119,7 +148,9 @@ def add_request(collected: Collected, request: dict[str, Any]) -> None:
         for scope_spans in scopes:
             scope = _dict(scope_spans.get("scope") or scope_spans.get("instrumentationLibrary"))
             for raw in _list(scope_spans.get("spans")):
-                span = _span(raw, resource, str(scope.get("name") or ""))
+                budget.spend_spans()
+                budget.spend_items()
+                span = _span(raw, resource, str(scope.get("name") or ""), budget)
                 if span is None:
                     collected.skipped.append(f"a span without valid ids ({str(raw.get('name'))[:60]!r}); skipped")
                 else:
@@ -127,52 +158,55 @@ def add_request(collected: Collected, request: dict[str, Any]) -> None:
     for resource_logs in _list(request.get("resourceLogs") or request.get("resource_logs")):
         for scope_logs in _list(resource_logs.get("scopeLogs") or resource_logs.get("scope_logs")):
             for record in _list(scope_logs.get("logRecords") or scope_logs.get("log_records")):
+                budget.spend_items()
                 span_id = span_id_of(record.get("spanId") or record.get("span_id"), 8)
                 if span_id is None:
                     continue  # content logged outside any span cannot be placed
-                attrs = attributes(record.get("attributes"))
+                attrs = attributes(record.get("attributes"), budget)
                 name = record.get("eventName") or record.get("event_name") or attrs.get("event.name") or ""
                 collected.logs.setdefault(span_id, []).append(
                     SpanEvent(
                         str(name),
-                        _int(record.get("timeUnixNano") or record.get("observedTimeUnixNano")),
+                        time_ns(record.get("timeUnixNano") or record.get("observedTimeUnixNano")),
                         attrs,
-                        body=any_value(record.get("body")),
+                        body=any_value(record.get("body"), budget),
                         log=True,
                     )
                 )
 
 
-def _span(raw: dict[str, Any], resource: dict[str, Any], scope: str) -> SpanRecord | None:
+def _span(raw: dict[str, Any], resource: dict[str, Any], scope: str, budget: Budget) -> SpanRecord | None:
     trace_id = span_id_of(raw.get("traceId") or raw.get("trace_id"), 16)
     span_id = span_id_of(raw.get("spanId") or raw.get("span_id"), 8)
     if trace_id is None or span_id is None:
         return None
     parent = span_id_of(raw.get("parentSpanId") or raw.get("parent_span_id"), 8)
     status = _dict(raw.get("status"))
-    events = [
-        SpanEvent(
-            str(e.get("name") or ""),
-            _int(e.get("timeUnixNano") or e.get("time_unix_nano")),
-            attributes(e.get("attributes")),
+    events = []
+    for e in _list(raw.get("events")):
+        budget.spend_items()
+        events.append(
+            SpanEvent(
+                str(e.get("name") or ""),
+                time_ns(e.get("timeUnixNano") or e.get("time_unix_nano")),
+                attributes(e.get("attributes"), budget),
+            )
         )
-        for e in _list(raw.get("events"))
-    ]
     return SpanRecord(
         trace_id=trace_id,
         span_id=span_id,
         parent_id=parent,
         name=str(raw.get("name") or ""),
-        start_ns=_int(raw.get("startTimeUnixNano") or raw.get("start_time_unix_nano")),
-        end_ns=_int(raw.get("endTimeUnixNano") or raw.get("end_time_unix_nano")),
-        attributes=attributes(raw.get("attributes")),
+        start_ns=time_ns(raw.get("startTimeUnixNano") or raw.get("start_time_unix_nano")),
+        end_ns=time_ns(raw.get("endTimeUnixNano") or raw.get("end_time_unix_nano")),
+        attributes=attributes(raw.get("attributes"), budget),
         events=events,
         status_code=_enum(status.get("code"), _STATUS, "STATUS_CODE_"),
         status_message=str(status.get("message") or ""),
         kind=_enum(raw.get("kind"), _KINDS, "SPAN_KIND_"),
         resource=resource,
         scope=scope,
-        dropped_attributes=_int(raw.get("droppedAttributesCount") or raw.get("dropped_attributes_count")),
+        dropped_attributes=max(0, _int(raw.get("droppedAttributesCount") or raw.get("dropped_attributes_count")) or 0),
     )
 
 
@@ -197,18 +231,25 @@ def span_id_of(value: Any, size: int) -> str | None:
     return raw.hex()
 
 
-def attributes(items: Any) -> dict[str, Any]:
-    """OTLP ``KeyValue`` lists as a dict of plain values."""
+def attributes(items: Any, budget: Budget | None = None) -> dict[str, Any]:
+    """OTLP ``KeyValue`` lists as a dict of plain values (each counted against ``budget``)."""
     out: dict[str, Any] = {}
     for item in _list(items):
+        if budget is not None:
+            budget.spend_items()
         key = item.get("key")
         if isinstance(key, str):
-            out[key] = any_value(item.get("value"))
+            out[key] = any_value(item.get("value"), budget)
     return out
 
 
-def any_value(value: Any) -> Any:
-    """An OTLP ``AnyValue`` (JSON form, either field spelling) as a plain value."""
+def any_value(value: Any, budget: Budget | None = None) -> Any:
+    """An OTLP ``AnyValue`` (JSON form, either field spelling) as a plain value.
+
+    An integer outside OTLP's signed 64 bits, or a double that is not finite, reads as
+    ``None``: the value was not something a producer could have sent, and it would make
+    the written trace unreadable.
+    """
     if not isinstance(value, dict):
         return value
     for key in ("stringValue", "string_value"):
@@ -223,15 +264,19 @@ def any_value(value: Any) -> Any:
     for key in ("doubleValue", "double_value"):
         if key in value:
             try:
-                return float(value[key])
-            except (TypeError, ValueError):
-                return value[key]
+                number = float(value[key])
+            except (TypeError, ValueError, OverflowError):
+                return None
+            return number if math.isfinite(number) else None
     for key in ("arrayValue", "array_value"):
         if key in value:
-            return [any_value(v) for v in _list(_dict(value[key]).get("values"))]
+            values = _list(_dict(value[key]).get("values"))
+            if budget is not None:
+                budget.spend_items(len(values))
+            return [any_value(v, budget) for v in values]
     for key in ("kvlistValue", "kvlist_value"):
         if key in value:
-            return attributes(_dict(value[key]).get("values"))
+            return attributes(_dict(value[key]).get("values"), budget)
     for key in ("bytesValue", "bytes_value"):
         if key in value:
             return value[key]  # base64 text: kept as it came
@@ -246,11 +291,26 @@ def _enum(value: Any, names: dict[int, str], prefix: str) -> str:
     return names[0] if 0 in names and prefix == "STATUS_CODE_" else "INTERNAL"
 
 
-def _int(value: Any) -> int:
+def _int(value: Any) -> int | None:
+    """An OTLP int64 (a JSON number or its decimal string); ``None`` when absent or out of range."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    if isinstance(value, str) and len(value) > 24:
+        return None  # no int64 needs more digits; int() of a long string costs quadratic time
     try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
+        number = int(value)
+    except (ValueError, OverflowError):  # "x", inf and nan (1e400 reads as inf)
+        return None
+    return number if _I64[0] <= number <= _I64[1] else None
+
+
+def time_ns(value: Any) -> int:
+    """A ``fixed64`` time in nanoseconds; 0 (unknown) when absent, negative or out of range."""
+    if isinstance(value, str) and value.isdigit() and len(value) <= 20:
+        number: int | None = int(value)
+    else:
+        number = _int(value)
+    return number if number is not None and 0 <= number <= _MAX_U64 else 0
 
 
 def _list(value: Any) -> list[Any]:
@@ -275,18 +335,21 @@ def read_protobuf(data: bytes, path: str) -> Collected:
             "(pip install opentelemetry-exporter-otlp-proto-http)"
         ) from None
     for frames in (_fixed32_frames, _varint_frames, _whole):
-        messages = []
+        # Each framing is tried whole: a frame that does not parse means another framing.
+        # Frames are parsed one at a time, each once the scan shows it fits the budget.
+        collected = Collected(Budget(path))
+        found = False
         try:
             for frame in frames(data):
+                check_fits(frame, collected.budget)
                 message = ExportTraceServiceRequest()
                 message.ParseFromString(frame)
-                messages.append(message)
-        except (DecodeError, ValueError):
-            continue
-        if messages and any(m.resource_spans for m in messages):
-            collected = Collected()
-            for message in messages:
+                found = found or bool(message.resource_spans)
                 add_request(collected, MessageToDict(message))
+                del message
+        except (DecodeError, WireError, ValueError):
+            continue
+        if found:
             return collected
     raise TelemetryError(
         f"{path}: not OTLP protobuf (no ExportTraceServiceRequest/TracesData with spans, in any framing: "
@@ -301,6 +364,8 @@ def _fixed32_frames(data: bytes) -> Iterator[bytes]:
             raise ValueError("short length prefix")
         size = int.from_bytes(data[position : position + 4], "big")
         position += 4
+        if size == 0:
+            raise ValueError("an empty frame")  # no writer frames an empty export: not this framing
         if position + size > len(data):
             raise ValueError("frame past the end")
         yield data[position : position + size]
@@ -320,6 +385,8 @@ def _varint_frames(data: bytes) -> Iterator[bytes]:
             shift += 7
             if not byte & 0x80:
                 break
+        if size == 0:
+            raise ValueError("an empty frame")
         if position + size > len(data):
             raise ValueError("frame past the end")
         yield data[position : position + size]

@@ -56,18 +56,31 @@ class SpanRecord:
         return f"span {self.span_id} {self.name!r} (trace {self.trace_id})"
 
 
-def causal_order(spans: list[SpanRecord]) -> list[SpanRecord]:
-    """Spans by start time, a parent before its children when they start in the same instant."""
+def depths(spans: list[SpanRecord]) -> dict[str, int]:
+    """Each span's number of ancestors present, in one pass over every parent link.
+
+    Each chain is walked once and its depths remembered, so a chain thousands deep costs
+    its length, not its length squared. A parent missing from the run ends a chain; a
+    cycle (hostile telemetry) is cut where the walk meets itself.
+    """
     by_id = {span.span_id: span for span in spans}
-
-    def depth(span: SpanRecord) -> int:
-        seen: set[str] = set()
-        level = 0
-        parent = span.parent_id
-        while parent and parent in by_id and parent not in seen:
-            seen.add(parent)
+    depth: dict[str, int] = {}
+    for span in spans:
+        path: list[str] = []
+        on_path: set[str] = set()
+        node: str | None = span.span_id
+        while node is not None and node in by_id and node not in depth and node not in on_path:
+            path.append(node)
+            on_path.add(node)
+            node = by_id[node].parent_id
+        level = depth[node] + 1 if node is not None and node in depth else 0
+        for known in reversed(path):
+            depth[known] = level
             level += 1
-            parent = by_id[parent].parent_id
-        return level
+    return depth
 
-    return sorted(spans, key=lambda s: (s.start_ns, depth(s), s.end_ns, s.span_id))
+
+def causal_order(spans: list[SpanRecord], depth: dict[str, int] | None = None) -> list[SpanRecord]:
+    """Spans by start time, a parent before its children when they start in the same instant."""
+    depth = depths(spans) if depth is None else depth
+    return sorted(spans, key=lambda s: (s.start_ns, depth[s.span_id], s.end_ns, s.span_id))

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 _DISCONNECT_ERRORS = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 SSE = "text/event-stream; charset=utf-8"
+#: The largest request body the stub reads (a 413 beyond it): no model request comes near.
+MAX_BODY = 64 * 1024 * 1024
 
 
 # --------------------------------------------------------------------------- public records
@@ -214,6 +216,10 @@ class _HTTPServer(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
+class _TooLarge(Exception):
+    """The request body is over ``MAX_BODY``: answered 413, the connection closed."""
+
+
 class _ClientGone(Exception):
     """The client hung up; there is nobody left to answer."""
 
@@ -309,17 +315,21 @@ class Exchange(BaseHTTPRequestHandler):
 
     def _read_body(self) -> bytes:
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            data = b""
+            data = bytearray()  # appended in place: rebuilding bytes per chunk was quadratic
             while True:
-                size_line = self.rfile.readline()
+                size_line = self.rfile.readline(1024)
                 size = int(size_line.split(b";")[0].strip() or b"0", 16)
                 if size == 0:
-                    while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    while self.rfile.readline(1024) not in (b"\r\n", b"\n", b""):
                         pass
-                    return data
+                    return bytes(data)
+                if len(data) + size > MAX_BODY:
+                    raise _TooLarge
                 data += self.rfile.read(size)
-                self.rfile.readline()
+                self.rfile.readline(1024)
         length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            raise _TooLarge
         return self.rfile.read(length) if length > 0 else b""
 
     def _send_head(
@@ -399,7 +409,7 @@ class Exchange(BaseHTTPRequestHandler):
             for name, value in self.headers.items():
                 key = name.lower()
                 headers[key] = f"{headers[key]}, {value}" if key in headers else value
-            number = stub._record(StubRequest(self.command, self.path, headers, body))
+            number = stub._record(StubRequest(self.command, self.path, headers, body), len(raw))
             self.request_id = f"req_stub_{number}"
             self.request_headers = headers
             self.body = body if isinstance(body, dict) else {}
@@ -431,6 +441,13 @@ class Exchange(BaseHTTPRequestHandler):
                 return
             handler, match = found
             handler(self, match)
+        except _TooLarge:
+            self.close_connection = True
+            path = urlsplit(self.path).path.rstrip("/") or "/"
+            self.format = _choose_format(path, {name.lower(): value for name, value in self.headers.items()})
+            self.request_id = "req_stub_too_large"
+            message = f"Request body over {MAX_BODY:,} bytes; the rewind stub server does not read it."
+            self.send_error_spec(ErrorSpec(413, message=message))
         except _ClientGone:
             self.close_connection = True
         except _DISCONNECT_ERRORS:

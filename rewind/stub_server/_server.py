@@ -15,6 +15,10 @@ from ._brain import Conversation
 from ._http import StubRequest, _HTTPServer
 from ._script import ErrorSpec, ScriptTurn, parse_turn
 
+#: How many of the newest requests ``StubServer.requests`` keeps, and their bodies' total bytes.
+LOGGED_REQUESTS = 1000
+LOGGED_BYTES = 64 * 1024 * 1024
+
 ScriptMode = Literal["queue", "conversation"]
 _log = logging.getLogger("rewind.stub_server")
 
@@ -56,7 +60,11 @@ class StubServer:
         self.verbose = verbose
         self._lock = threading.Lock()
         self._rng = random.Random(seed)
-        self._requests: list[StubRequest] = []
+        # The newest requests only (LOGGED_REQUESTS, LOGGED_BYTES of bodies): a long-running
+        # server must not keep every prompt it was ever sent.
+        self._requests: deque[tuple[StubRequest, int]] = deque()
+        self._logged_bytes = 0
+        self._received = 0
         self._counters: dict[str, int] = {}
         if script_mode not in ("queue", "conversation"):
             raise ValueError(f"script_mode must be 'queue' or 'conversation', not {script_mode!r}")
@@ -163,14 +171,16 @@ class StubServer:
 
     @property
     def requests(self) -> list[StubRequest]:
-        """A snapshot of every request received so far, oldest first."""
+        """A snapshot of the requests received so far, oldest first: the newest
+        ``LOGGED_REQUESTS`` (1,000), whose bodies add up to at most ``LOGGED_BYTES`` (64 MB)."""
         with self._lock:
-            return list(self._requests)
+            return [request for request, _ in self._requests]
 
     @property
     def request_count(self) -> int:
+        """Every request received so far (``requests`` keeps only the newest)."""
         with self._lock:
-            return len(self._requests)
+            return self._received
 
     @property
     def script_remaining(self) -> int:
@@ -211,7 +221,7 @@ class StubServer:
     def reset(self) -> None:
         """Forget requests, pending script turns and failures, and restart id counters."""
         with self._lock:
-            self._requests.clear()
+            self._forget_requests()
             self._counters.clear()
             self._script.clear()
             self._turns.clear()
@@ -225,7 +235,7 @@ class StubServer:
         ``POST /_stub/restart`` does the same over HTTP, for a server run from the CLI.
         """
         with self._lock:
-            self._requests.clear()
+            self._forget_requests()
             self._counters.clear()
             self._script = deque(self._turns)
             self._failures.clear()
@@ -233,10 +243,22 @@ class StubServer:
 
     # ----------------------------------------------------------------- handler hooks
 
-    def _record(self, request: StubRequest) -> int:
+    def _forget_requests(self) -> None:
+        self._requests.clear()
+        self._logged_bytes = 0
+        self._received = 0
+
+    def _record(self, request: StubRequest, size: int = 0) -> int:
+        """Log ``request`` (its body ``size`` bytes); its number, counting every request."""
         with self._lock:
-            self._requests.append(request)
-            return len(self._requests)
+            self._requests.append((request, size))
+            self._logged_bytes += size
+            self._received += 1
+            while len(self._requests) > 1 and (
+                len(self._requests) > LOGGED_REQUESTS or self._logged_bytes > LOGGED_BYTES
+            ):
+                self._logged_bytes -= self._requests.popleft()[1]
+            return self._received
 
     def _next_id(self, prefix: str) -> str:
         with self._lock:

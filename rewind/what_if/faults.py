@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -322,6 +322,7 @@ def fault_session(
     redact: Redactor | None = None,
     normalize: Normalizer | None = None,
     network: str = "allow",
+    allow_hosts: Sequence[str] = (),
 ) -> Session:
     """The replay (or, with ``"live": true``, the fork) that injects the fault ``spec`` describes.
 
@@ -365,4 +366,12 @@ def fault_session(
     matcher = WhatIfMatcher(resolve_matcher(match), {index: change}, then="replay")
     if live:
         return Session("fork", path=path, match=matcher, fork_at=index + 1, redact=redact, normalize=normalize)
-    return Session("replay", path=path, match=matcher, redact=redact, normalize=normalize, network=network)
+    return Session(
+        "replay",
+        path=path,
+        match=matcher,
+        redact=redact,
+        normalize=normalize,
+        network=network,
+        allow_hosts=allow_hosts,
+    )

@@ -16,6 +16,10 @@ fault once at its step, and is classified:
                original run never took); ``live=True`` lets such calls go live
 =============  ===============================================================
 
+The network is blocked in every run (``network="block"``, unless ``live=True``): a fault
+handler that falls back to a raw HTTP call is reported ``crashed`` with the
+``NetworkBlockedError``, even when the agent caught it, instead of reaching the world.
+
 The same trace and seed give the same mutations, in the same order.
 """
 
@@ -35,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from .._escape import inert
 from .._preview import clip
 from ..errors import DivergenceError, ReplayedError, RewindError
+from ..network_guard import NetworkBlockedError, check_network
 from ..trace import PathLike, Trace
 from .faults import FAULTS, FaultOptions, fault_named, fault_session, step_rng
 
@@ -76,9 +81,11 @@ class Mutation:
             spec["live"] = True
         return spec
 
-    def session(self, *, live: bool = False, match: str = "strict", network: str = "allow") -> Session:
+    def session(
+        self, *, live: bool = False, match: str = "strict", network: str = "allow", allow_hosts: Sequence[str] = ()
+    ) -> Session:
         """The replay session injecting this fault (not yet entered)."""
-        return fault_session(self.trace, self.spec(live=live), match=match, network=network)
+        return fault_session(self.trace, self.spec(live=live), match=match, network=network, allow_hosts=allow_hosts)
 
     def run(
         self, agent: Callable[[], Any], *, timeout: float = 30.0, expected: Any = _UNSET, live: bool = False
@@ -211,6 +218,8 @@ class _Ran:
     value: Any = None
     error: BaseException | None = None
     divergence: DivergenceError | None = None
+    #: Connections the network guard refused during the run (even ones the agent swallowed).
+    blocked: list[NetworkBlockedError] = field(default_factory=list)
 
 
 def _run_bounded(session: Session, agent: Callable[[], Any], timeout: float) -> _Ran:
@@ -233,6 +242,7 @@ def _run_bounded(session: Session, agent: Callable[[], Any], timeout: float) -> 
         finally:
             if session.divergences:
                 ran.divergence = session.divergences[0]
+            ran.blocked = list(session.network_blocked)
             ran.finished = True
 
     worker = threading.Thread(target=work, name="rewind-mutate", daemon=True)
@@ -268,15 +278,31 @@ def run_mutation(
     timeout: float = 30.0,
     live: bool = False,
     match: str = "strict",
+    network: str | None = None,
+    allow_hosts: Sequence[str] = (),
 ) -> Result:
-    """Run ``agent`` once under ``mutation`` and classify what it did."""
+    """Run ``agent`` once under ``mutation`` and classify what it did.
+
+    ``network`` is ``"block"`` unless ``live`` (then ``"allow"``): see the module docstring.
+    """
+    network = network_for(network, live=live)
     started = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # steps a crashed run left unserved are the result, not news
-        ran = _run_bounded(mutation.session(live=live, match=match), agent, timeout)
+        session = mutation.session(live=live, match=match, network=network, allow_hosts=allow_hosts)
+        ran = _run_bounded(session, agent, timeout)
     seconds = time.perf_counter() - started
     if not ran.finished:
         return Result(mutation, "hung", f"no answer after {timeout:g}s", seconds=seconds)
+    if ran.blocked:
+        first = ran.blocked[0]
+        return Result(
+            mutation,
+            "crashed",
+            f"NetworkBlockedError: tried to reach {first.host}:{first.port} (the network is blocked)",
+            error=_error_name(first),
+            seconds=seconds,
+        )
     if ran.divergence is not None:
         step = ran.divergence.step
         return Result(
@@ -294,19 +320,34 @@ def run_mutation(
     return Result(mutation, "different", clip(repr(ran.value), 120), answer=ran.value, seconds=seconds)
 
 
-def baseline(trace: PathLike, agent: Callable[[], Any], *, timeout: float = 30.0, match: str = "strict") -> Any:
+def network_for(network: str | None, *, live: bool) -> str:
+    """The network a mutation runs with: blocked, unless ``live`` lets calls go out."""
+    return check_network(network if network is not None else ("allow" if live else "block"))
+
+
+def baseline(
+    trace: PathLike,
+    agent: Callable[[], Any],
+    *,
+    timeout: float = 30.0,
+    match: str = "strict",
+    network: str = "block",
+    allow_hosts: Sequence[str] = (),
+) -> Any:
     """The agent's answer in the unmutated replay (the reference every mutation is compared to)."""
     from ..session import replay
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        ran = _run_bounded(replay(trace, match=match), agent, timeout)
+        ran = _run_bounded(replay(trace, match=match, network=network, allow_hosts=allow_hosts), agent, timeout)
     if not ran.finished:
         raise MutateError(
             f"the unmutated replay of {trace} did not finish within {timeout:g}s; mutations would mean nothing"
         )
     if ran.divergence is not None:
         raise MutateError(f"the unmutated replay of {trace} diverged: {ran.divergence}")
+    if ran.blocked:
+        raise MutateError(f"the unmutated replay of {trace} tried to reach the network: {ran.blocked[0]}")
     if ran.error is not None:
         raise MutateError(
             f"the unmutated replay of {trace} raised {_error_name(ran.error)}: {ran.error}; "
@@ -327,20 +368,34 @@ def mutate(
     live: bool = False,
     match: str = "strict",
     retry_after: str = "1",
+    network: str | None = None,
+    allow_hosts: Sequence[str] = (),
 ) -> MutationReport:
     """Replay ``trace`` once per mutation, running ``agent()`` each time; see the module docstring.
 
     ``faults`` (names from ``FAULTS``) and ``steps`` narrow the plan; ``max_runs`` samples it
     (by ``seed``). ``live=True`` lets calls the recording does not hold go live instead of
-    reporting ``diverged``.
+    reporting ``diverged``. ``network`` is ``"block"`` unless ``live`` (``allow_hosts`` stay
+    reachable); a run that tried to reach anything else is ``crashed``.
     """
+    network = network_for(network, live=live)
     if timeout <= 0:
         raise ValueError(f"mutate(timeout=...) must be > 0 seconds, not {timeout!r}")
     mutations = plan(trace, faults=faults, steps=steps, seed=seed, max_runs=max_runs, retry_after=retry_after)
-    expected = baseline(trace, agent, timeout=timeout, match=match)
+    expected = baseline(trace, agent, timeout=timeout, match=match, network=network, allow_hosts=allow_hosts)
     report = MutationReport(str(trace), seed, expected)
     for mutation in mutations:
-        report.results.append(run_mutation(mutation, agent, expected=expected, timeout=timeout, live=live, match=match))
+        result = run_mutation(
+            mutation,
+            agent,
+            expected=expected,
+            timeout=timeout,
+            live=live,
+            match=match,
+            network=network,
+            allow_hosts=allow_hosts,
+        )
+        report.results.append(result)
     return report
 
 

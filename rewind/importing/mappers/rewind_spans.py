@@ -14,7 +14,8 @@ import json
 from typing import Any
 
 from ...canonical import canonical_json, text_fingerprint
-from ..model import CONTENT_TRUNCATED, DIGEST_MISMATCH, Draft
+from ...trace import check_line_fields
+from ..model import CONTENT_TRUNCATED, DIGEST_MISMATCH, UNREADABLE, Draft
 from ..spans import SpanRecord
 from . import genai
 
@@ -75,6 +76,11 @@ def _whole_line(span: SpanRecord) -> Draft | None:
         return draft
     if not isinstance(event, dict) or not isinstance(event.get("seq"), int):
         draft.problem(CONTENT_TRUNCATED, "rewind.event is not an event line")
+        return draft
+    try:
+        check_line_fields({**event, "seq": 0})  # the seq is checked (and renumbered) by the build
+    except (ValueError, KeyError, TypeError) as exc:
+        draft.problem(UNREADABLE, f"rewind.event is not a trace line rewind can read ({exc})")
         return draft
     draft.event = event
     return draft

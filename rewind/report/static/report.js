@@ -86,6 +86,38 @@
     }
   }
 
+  /* The first key some object of this JSON text names twice, or null. JSON.parse keeps the
+   * last one silently; every reader of a trace refuses such a line, so the page says so too. */
+  function duplicateKey(text) {
+    var stack = [], expectKey = false, i = 0, n = text.length;
+    while (i < n) {
+      var c = text.charCodeAt(i);
+      if (c === 34) {  // a string: skipped whole, checked when it is a key
+        var j = i + 1;
+        while (j < n) {
+          var d = text.charCodeAt(j);
+          if (d === 92) j += 2; else if (d === 34) break; else j++;
+        }
+        if (expectKey) {
+          var key;
+          try { key = JSON.parse(text.slice(i, j + 1)); } catch (e) { return null; }
+          var seen = stack[stack.length - 1];
+          if (seen.has(key)) return key;
+          seen.add(key);
+          expectKey = false;
+        }
+        i = j + 1;
+        continue;
+      }
+      if (c === 123) { stack.push(new Set()); expectKey = true; }
+      else if (c === 91) { stack.push(null); expectKey = false; }
+      else if (c === 125 || c === 93) { stack.pop(); expectKey = false; }
+      else if (c === 44) { expectKey = stack.length > 0 && stack[stack.length - 1] !== null; }
+      i++;
+    }
+    return null;
+  }
+
   /* The fields before the request of a line damaged past them (the writer puts the request
    * last), as the trace's own reader reads a head; null when there is no intact head. Only
    * the first few places the key appears are tried: a hostile line cannot make this slow. */
@@ -127,6 +159,12 @@
         try {
           value = parseLine(lines[i]);
           if (value !== null && !isObj(value)) { value = {}; value[DAMAGED] = "this step's stored line is not a JSON object"; }
+          var twice = value !== null ? duplicateKey(lines[i]) : null;
+          if (twice !== null) {
+            value = {};
+            value[DAMAGED] = "this step's stored line names the key " + JSON.stringify(twice) +
+              " twice (rewind refuses such a line): the trace file is damaged here";
+          }
         } catch (e) {
           value = headOf(lines[i]) || {};  // its row is still summarized from what is intact
           value[DAMAGED] = "this step's stored line is not valid JSON (" + e.message + "): the trace file is damaged here";
