@@ -690,3 +690,66 @@ def test_loading_a_trace_imports_nothing_new(run_python, tmp_path: Path) -> None
     result = run_python(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+# -- every extra field a replay reads is validated where the line is read ---------------
+
+
+def record_openai_stream(path: Path, stub: Any) -> Path:
+    import openai
+
+    undo = rewind.patch_openai()
+    try:
+        client = openai.OpenAI(base_url=stub.openai_base_url, api_key="sk-test", max_retries=0)
+        with rewind.record(path):
+            list(
+                client.chat.completions.create(
+                    model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True
+                )
+            )
+    finally:
+        undo()
+    return path
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("stream", "1.5", "stream must be a JSON object"),
+        ("stream", '"chunks"', "stream must be a JSON object"),
+        ("stream", '{"chunks":7,"truncated":false}', "stream.chunks must be a JSON array"),
+        ("stream", '{"chunks":[],"truncated":"no"}', "stream.truncated must be true or false"),
+        ("http", "[1]", "http must be a JSON object"),
+    ],
+)
+def test_a_malformed_stream_or_http_record_is_a_corrupt_step_not_a_traceback(
+    tmp_path: Path, stub: Any, field: str, value: str, message: str
+) -> None:
+    # Found by the fuzz run (about one in three): "stream": <number> replayed into
+    # AttributeError: 'float' object has no attribute 'get' in the stream engine.
+    import openai
+
+    path = record_openai_stream(tmp_path / "run.rewind", stub)
+    lines = lines_of(path)
+    recorded = json.loads(lines[1])
+    request = recorded.pop("request")  # the writer's layout: the request comes last
+    recorded[field] = json.loads(value)
+    lines[1] = json.dumps({**recorded, "request": request}, separators=(",", ":"))
+    write_lines(path, lines)
+    for opener in (Trace.open, Trace.load):
+        with pytest.raises(TraceFormatError, match=message) as info:
+            read_everything(opener(path))
+        assert info.value.line == 2
+    undo = rewind.patch_openai()
+    try:
+        client = openai.OpenAI(base_url=stub.openai_base_url, api_key="sk-test", max_retries=0)
+        with pytest.raises(TraceFormatError, match=message), rewind.replay(path):
+            list(
+                client.chat.completions.create(
+                    model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True
+                )
+            )
+    finally:
+        undo()
+    result = invoke("show", "-v", str(path))
+    assert result.exit_code == 2 and message in result.output, result.output
