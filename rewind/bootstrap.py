@@ -24,6 +24,7 @@ Variables:
 | ``REWIND_REPLAY`` | replay this path offline |
 | ``REWIND_MATCH`` | replay/fork match strategy (``strict``, ``ordered``, ``fuzzy``, ``parallel``) |
 | ``REWIND_REQUIRE_FULL_CONSUMPTION`` | ``1``: leftover recorded events fail the replay |
+| ``REWIND_TOLERATE_DRIFT`` | ``1``: an ``ordered`` replay that drifted on every step still succeeds |
 | ``REWIND_BREAK_AT`` | replay: pause in the debugger when this step is served |
 | ``REWIND_FORK_AT`` | with ``REWIND_REPLAY``: fork at this step instead of replaying |
 | ``REWIND_SAVE_AS`` | with ``REWIND_FORK_AT``: write the forked run here |
@@ -70,6 +71,7 @@ SESSION_VARIABLES = (
     "REWIND_REPLAY",
     "REWIND_MATCH",
     "REWIND_REQUIRE_FULL_CONSUMPTION",
+    "REWIND_TOLERATE_DRIFT",
     "REWIND_BREAK_AT",
     "REWIND_FORK_AT",
     "REWIND_SAVE_AS",
@@ -162,6 +164,7 @@ def session_from_environment(environ: Mapping[str, str] | None = None) -> Sessio
                 normalize=normalize,
                 network=network,
                 allow_hosts=allow_hosts,
+                tolerate_drift=_flag(env, "REWIND_TOLERATE_DRIFT"),
             )
         for name, value in (("REWIND_REQUIRE_FULL_CONSUMPTION", full), ("REWIND_BREAK_AT", break_at)):
             if value:

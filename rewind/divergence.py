@@ -29,6 +29,14 @@ VOLATILE = "volatile field"
 TOOLS = "tool-schema drift"
 CONTENT = "prompt/content drift"
 
+#: Below this lexical similarity to the recorded step and to every recorded step near it,
+#: a miss is not drift but a trace recorded by another program (or another run of a very
+#: different task): two versions of one agent's request share most of their text (a
+#: changed prompt in an otherwise equal chat request still scores above 0.5), two
+#: unrelated agents share little more than the JSON keys of their SDK (0.1-0.25).
+#: Loosening the match would serve that other run's answers, so the hint says re-record.
+FOREIGN_BELOW = 0.35
+
 _HINTS = {
     LONGER: "the agent made more calls than were recorded. Re-record the run, or use "
     "rewind.fork(path, at={steps}) to extend it live.",
@@ -45,6 +53,15 @@ _HINTS = {
     CONTENT: "the request content changed (prompt, messages or arguments). If that is intended, "
     "re-record; replay with match='fuzzy' or match='ordered' to tolerate it.",
 }
+
+#: The hint for a content miss so unlike the recording that loosening the match would
+#: serve another run's answers (the reason stays what changed: the request content).
+FOREIGN_HINT = (
+    "the incoming call is at most {closeness} similar to the recorded steps around this one, "
+    "so this trace looks like the recording of another program or of a very different run. Re-record it "
+    "with this program (rewind.record(path)); a looser match (fuzzy, ordered) would serve that other "
+    "run's answers."
+)
 
 _VOLATILE_VALUE = re.compile(
     r"""^(
@@ -106,8 +123,13 @@ def divergence(
         # Recorded text is shown inert: the message reaches terminals (tracebacks, rewind replay).
         diff = inert(request_diff(expected.request, call.request, step), keep_newlines=True)
         changed = [_path_text(path) for path, _, _ in _changed_paths(expected.request, call.request, ())]
+    nearest = nearest_candidate(trace, call, exclude=expected, unserved=unserved, around=cursor)
+    # Only a content miss suggests loosening the match; a kind, name or order miss does not.
+    closeness = _closeness(expected, call, nearest) if reason == CONTENT and expected is not None else 1.0
+    foreign = closeness < FOREIGN_BELOW
+    template = FOREIGN_HINT if foreign else _HINTS.get(reason, "").replace("{steps}", str(len(trace.events)))
     # In the words of the entry point that opened the session (--match, REWIND_MATCH, match=).
-    hint = translate(_HINTS.get(reason, "").replace("{steps}", str(len(trace.events))))
+    hint = translate(template.replace("{closeness}", f"{closeness:.0%}"))
     lines = [f"rewind: replay diverged at step {step}: {reason}"]
     if expected is not None:
         lines.append(f"  recorded step {step}: {expected.kind} {expected.name!r}")
@@ -127,7 +149,6 @@ def divergence(
         lines.append(f"  incoming request: {_preview(call.request)}")
     if hint:
         lines.append(f"  hint: {hint}")
-    nearest = nearest_candidate(trace, call, exclude=expected, unserved=unserved, around=cursor)
     if nearest is not None:
         event, score = nearest
         lines.append(
@@ -136,6 +157,13 @@ def divergence(
     got = {"kind": call.kind, "name": call.name, "fingerprint": call.fingerprint, "request": call.request}
     text = inert("\n".join(lines), keep_newlines=True)
     return DivergenceError(text, step=step, reason=reason, expected=expected, got=got, diff=diff, hint=hint)
+
+
+def _closeness(expected: Event, call: IncomingCall, nearest: tuple[Event, float] | None) -> float:
+    """How like the recording the call is: its similarity to the step it missed or to the
+    nearest recorded candidate, whichever is higher."""
+    score = lexical_similarity(canonical_json(expected.request), canonical_json(call.request))
+    return max(score, nearest[1] if nearest is not None else 0.0)
 
 
 def _step_past_end(trace: Trace, cursor: int) -> int:

@@ -29,7 +29,7 @@ from .errors import (
     UnconsumedEventsWarning,
 )
 from .exporters.rewind_file import RewindSpanExporter
-from .matching import Matcher, resolve_matcher
+from .matching import Matcher, OrderedMatcher, resolve_matcher
 from .network_guard import check_network
 from .replay import ReplaySpanProcessor
 from .telemetry import RunSpan
@@ -85,6 +85,7 @@ class Session:
         on_step: StepCallback | None = None,
         break_at: int | None = None,
         require_full_consumption: bool = False,
+        tolerate_drift: bool = False,
         fork_at: int | None = None,
         save_as: PathLike | None = None,
         externalize: int | None = None,
@@ -109,6 +110,7 @@ class Session:
         self.on_step = on_step
         self.break_at = break_at
         self.require_full_consumption = require_full_consumption
+        self.tolerate_drift = tolerate_drift
         self.new_events: list[Event] = []
         #: Every DivergenceError raised in this session, even ones the agent swallowed.
         self.divergences: list[DivergenceError] = []
@@ -183,6 +185,7 @@ class Session:
             self._run_span.close(exc, self.redact)
             self._close(keep=exc_type is None)
             if exc_type is None:
+                self._check_drift()
                 self._check_consumption()
         finally:
             hold, self._network_hold = self._network_hold, None
@@ -256,6 +259,15 @@ class Session:
         # A fork saved onto its own source replaces it only when the block succeeded.
         if self.writer is not None:
             self.writer.close(keep=keep)
+
+    def _check_drift(self) -> None:
+        """An ordered replay that drifted on every step it served ran on another run's answers."""
+        matcher = self.matcher
+        if self.mode != "replay" or self.tolerate_drift or not isinstance(matcher, OrderedMatcher):
+            return
+        failure = matcher.drift_failure(self.path)
+        if failure is not None:
+            raise RewindError(failure)
 
     def _check_consumption(self) -> None:
         if self._replayer is None:
@@ -388,12 +400,15 @@ def replay(
     normalize: Normalizer | None = None,
     network: str = "allow",
     allow_hosts: Sequence[str] = (),
+    tolerate_drift: bool = False,
 ) -> Session:
     """Replay ``path`` offline: every recorded call is served from the file.
 
     ``network="block"`` makes offline a guarantee: while the session is open, any
     connection to a host other than loopback or ``allow_hosts`` raises
     ``NetworkBlockedError`` naming the host and the code that tried (docs/what-if.md).
+    ``tolerate_drift=True`` lets a ``match="ordered"`` replay end well when every step it
+    served drifted (by default that fails: the program ran on another run's answers).
     """
     check_network(network, allow_hosts)
     resolve_matcher(match)  # fail on a bad strategy name now, not at the first call
@@ -404,6 +419,7 @@ def replay(
         path=path,
         match=match,
         require_full_consumption=require_full_consumption,
+        tolerate_drift=tolerate_drift,
         on_step=on_step,
         break_at=break_at,
         redact=redact,
