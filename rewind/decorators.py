@@ -155,13 +155,16 @@ def _wrap(kind: str, fn: Callable[..., Any], name: str | None) -> Callable[..., 
         raise TypeError(f"@rewind.{kind} decorates a function, not {type(fn).__name__}")
     call_name = name or _call_name(fn)
     owner = _owner(fn)
+    # Written with each step, so a replay and `rewind check` can tell which function
+    # recorded it when two share one name= (the name, not this, is the identity).
+    recorded_by = {"function": owner}
     bind = _RequestBinder(fn)
 
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            call = begin_call(kind, call_name, bind(args, kwargs), is_async=True)
+            call = begin_call(kind, call_name, bind(args, kwargs), is_async=True, function=owner)
             if call is None:
                 return await fn(*args, **kwargs)
             call.session.note_owner(kind, call_name, owner)
@@ -171,9 +174,9 @@ def _wrap(kind: str, fn: Callable[..., Any], name: str | None) -> Callable[..., 
                 with call.activate():
                     result = await fn(*args, **kwargs)
             except BaseException as exc:
-                call.fail(exc)
+                call.fail(exc, extra=recorded_by)
                 raise
-            call.succeed(result)
+            call.succeed(result, extra=recorded_by)
             return result
 
         async_wrapper.__rewind_kind__ = kind  # type: ignore[attr-defined]
@@ -182,7 +185,7 @@ def _wrap(kind: str, fn: Callable[..., Any], name: str | None) -> Callable[..., 
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        call = begin_call(kind, call_name, bind(args, kwargs), is_async=False)
+        call = begin_call(kind, call_name, bind(args, kwargs), is_async=False, function=owner)
         if call is None:
             return fn(*args, **kwargs)
         call.session.note_owner(kind, call_name, owner)
@@ -192,9 +195,9 @@ def _wrap(kind: str, fn: Callable[..., Any], name: str | None) -> Callable[..., 
             with call.activate():
                 result = fn(*args, **kwargs)
         except BaseException as exc:
-            call.fail(exc)
+            call.fail(exc, extra=recorded_by)
             raise
-        call.succeed(result)
+        call.succeed(result, extra=recorded_by)
         return result
 
     wrapper.__rewind_kind__ = kind  # type: ignore[attr-defined]

@@ -16,7 +16,7 @@ from typing import Any
 from ._escape import inert
 from .canonical import canonical_json
 from .dialect import translate
-from .errors import DivergenceError
+from .errors import DivergenceError, RewindError
 from .matching import IncomingCall
 from .similarity import lexical_similarity
 from .trace import Event, Trace
@@ -137,6 +137,12 @@ def divergence(
         count = len(trace.events)
         lines.append(f"  recorded: nothing left to serve (the trace has {count} {'step' if count == 1 else 'steps'})")
     lines.append(f"  incoming call: {call.kind} {call.name!r}")
+    other = _recorded_by_another(expected, call)
+    if other is not None:
+        lines.append(
+            f"  recorded by: {other}, not {call.function}: two functions record under the name {call.name!r} "
+            "(give each its own name= if they are not one function renamed)"
+        )
     if note:
         lines.append(f"  {note}")
     if diff:
@@ -157,6 +163,17 @@ def divergence(
     got = {"kind": call.kind, "name": call.name, "fingerprint": call.fingerprint, "request": call.request}
     text = inert("\n".join(lines), keep_newlines=True)
     return DivergenceError(text, step=step, reason=reason, expected=expected, got=got, diff=diff, hint=hint)
+
+
+def _recorded_by_another(expected: Event | None, call: IncomingCall) -> str | None:
+    """The function that recorded ``expected``, when it is not the one calling now."""
+    if expected is None or call.function is None or expected.name != call.name:
+        return None
+    try:
+        recorded = expected.get("function")
+    except RewindError:  # a damaged line: the report goes on without this detail
+        return None
+    return recorded if isinstance(recorded, str) and recorded != call.function else None
 
 
 def _closeness(expected: Event, call: IncomingCall, nearest: tuple[Event, float] | None) -> float:

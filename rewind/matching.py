@@ -84,6 +84,11 @@ class IncomingCall:
         return self._identity
 
     @property
+    def function(self) -> str | None:
+        """``module.qualname`` of the decorated function making the call, when one does."""
+        return getattr(self._source, "function", None)
+
+    @property
     def is_async(self) -> bool | None:
         """Whether the agent awaits this call (an async client or coroutine), ``None`` when
         its hook does not say."""

@@ -137,7 +137,7 @@ class Session:
         self._entered = False
         self._run_span = RunSpan(None, None)
         self._owners: dict[tuple[str, str], str] = {}
-        self._collided: set[tuple[str, str]] = set()
+        self._collided: set[tuple[str, ...]] = set()
         self.trace = Trace(path=self.path)
 
     # -- public state -------------------------------------------------------------
@@ -295,6 +295,21 @@ class Session:
             if not call.decided:
                 call.decided = True
                 call.seq = self.reserve_seq_locked()
+
+    def note_recorded_by(self, event: Event, recorded: str, owner: str) -> None:
+        """Warn once per pair when a step recorded by one function is served to another
+        sharing its name (the documented contract serves it: the name is the identity)."""
+        key = (event.kind, event.name, recorded, owner)
+        if key in self._collided:
+            return
+        self._collided.add(key)
+        warnings.warn(
+            f"rewind: step {event.seq} ({event.kind} {event.name!r}) was recorded by {recorded} and is served "
+            f"to {owner}: both record under the name {event.name!r}, so a replay cannot tell them apart. Give "
+            "each its own name= and re-record, if they are not the same function renamed.",
+            IdentityCollisionWarning,
+            stacklevel=4,
+        )
 
     def note_owner(self, kind: str, name: str, owner: str) -> None:
         """Warn once when two different functions record under one (kind, name) in this run:

@@ -240,6 +240,11 @@ class Event:
     def error(self) -> dict[str, Any] | None:
         return self._head_body().get("error")
 
+    def head(self) -> dict[str, Any]:
+        """The body without the request (response or error and extras), read once: a reader
+        taking several fields from it reads the line once. Do not modify it."""
+        return self._head_body()
+
     def get(self, key: str, default: Any = None) -> Any:
         """An extra body field written by an instrumentor (e.g. ``"stream"``)."""
         if key == "request":
