@@ -352,6 +352,8 @@ def _finish(session: Session, status_file: str | None = None) -> None:
     status["recorded"] = len(session.new_events)
     status["failed"] = failed
     status["error"] = failure
+    if session.mode == "record" and not session.new_events:
+        status.update(_nothing_recorded(session.path))
     if status_file:
         try:
             with open(status_file, "w", encoding="utf-8") as fh:
@@ -365,6 +367,22 @@ def _finish(session: Session, status_file: str | None = None) -> None:
     elif not failure and not _flag(os.environ, "REWIND_QUIET"):
         # The line `rewind record|replay` prints, so a zero-code run says what it did too.
         sys.stderr.write(_summary_line(session, status) + "\n")
+
+
+def _nothing_recorded(path: str) -> dict[str, str]:
+    """Why a recording holds no step: ``{"incomplete": ...}`` when the program died before its
+    first call (the trace is marked so), else ``{"nothing": ...}`` (rewind.nothing_recorded)."""
+    from . import nothing_recorded
+
+    try:
+        died = nothing_recorded.failure_of_the_program()
+        if died is not None:
+            cause = f"{type(died).__name__}: {died}"
+            if nothing_recorded.mark_incomplete(path, cause):
+                return {"incomplete": f"{nothing_recorded.FAILED_BEFORE_FIRST_CALL} ({cause})"}
+        return {"nothing": nothing_recorded.why_nothing_recorded()}
+    except Exception:  # a hint is never worth breaking the exit
+        return {}
 
 
 def _failed_steps(session: Session) -> list[dict[str, Any]]:

@@ -59,9 +59,14 @@ class _RequestBinder:
         except (TypeError, ValueError):
             self._signature = None
         params = list(self._signature.parameters.values()) if self._signature else []
-        self._skip_first = bool(params) and params[0].name in ("self", "cls") and params[0].kind in (
-            inspect.Parameter.POSITIONAL_ONLY,
-            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        self._skip_first = (
+            bool(params)
+            and params[0].name in ("self", "cls")
+            and params[0].kind
+            in (
+                inspect.Parameter.POSITIONAL_ONLY,
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            )
         )
         self._var_kw = {p.name for p in params if p.kind is inspect.Parameter.VAR_KEYWORD}
         # Named parameters (and an optional **kwargs) are bound by hand: Signature.bind
@@ -150,9 +155,15 @@ def _flatten_partial(fn: functools.partial[Any]) -> functools.partial[Any]:
     return functools.partial(inner, *args, **keywords)
 
 
+#: How many functions this process decorated (a run that recorded nothing says whether it had any).
+defined = 0
+
+
 def _wrap(kind: str, fn: Callable[..., Any], name: str | None) -> Callable[..., Any]:
+    global defined
     if not callable(fn):
         raise TypeError(f"@rewind.{kind} decorates a function, not {type(fn).__name__}")
+    defined += 1
     call_name = name or _call_name(fn)
     owner = _owner(fn)
     # Written with each step, so a replay and `rewind check` can tell which function

@@ -31,6 +31,7 @@ from .errors import (
 from .exporters.rewind_file import RewindSpanExporter
 from .matching import Matcher, OrderedMatcher, resolve_matcher
 from .network_guard import check_network
+from .nothing_recorded import incomplete_reason
 from .replay import ReplaySpanProcessor
 from .telemetry import RunSpan
 from .trace import BLOBS_FORMAT_VERSION, Event, PathLike, Trace, TraceWriter, check_threshold, new_header
@@ -152,8 +153,7 @@ class Session:
 
     def __repr__(self) -> str:
         return (
-            f"Session(mode={self.mode!r}, path={self.path!r}, cursor={self.cursor}, "
-            f"new_events={len(self.new_events)})"
+            f"Session(mode={self.mode!r}, path={self.path!r}, cursor={self.cursor}, new_events={len(self.new_events)})"
         )
 
     # -- lifecycle ----------------------------------------------------------------
@@ -208,6 +208,12 @@ class Session:
             self.trace = Trace(header=self.writer.header, path=self.path)
         else:
             source = Trace.open(self.path)
+            incomplete = incomplete_reason(source.header)
+            if incomplete is not None:
+                raise RewindError(
+                    f"rewind: {self.path} is incomplete: {incomplete}. It holds no step to replay; "
+                    "fix the program and record it again"
+                )
             self.trace = source
             self._check_break_at(source)
             matcher = resolve_matcher(self._match)

@@ -120,6 +120,9 @@ def run() -> None:
     from rewind.bootstrap import autostart, environment_started, fail_start, owned_elsewhere
 
     if owned_elsewhere():
+        from rewind.nothing_recorded import watch_unrecorded_child
+
+        watch_unrecorded_child(variable.removeprefix("REWIND_").lower())
         return  # a subprocess of the program that owns this session
     captured = _Captured()
     otel_logger = logging.getLogger("opentelemetry.instrumentation.auto_instrumentation")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TraceFormatError
+from ..nothing_recorded import incomplete_reason
 from ..trace import Event, Trace
 from .build import IMPORTED
 from .model import BLOB_MISSING, CONTENT_MISSING, SHARED_NAME, UNREADABLE, UNREVIVABLE, Problem
@@ -59,10 +60,12 @@ class StepCheck:
 class CheckReport:
     path: str
     steps: list[StepCheck]
+    #: Why the recording is incomplete (its program failed before its first call), if it is.
+    incomplete: str | None = None
 
     @property
     def replayable(self) -> bool:
-        return all(step.status != "not replayable" for step in self.steps)
+        return self.incomplete is None and all(step.status != "not replayable" for step in self.steps)
 
     @property
     def clean(self) -> bool:
@@ -75,6 +78,7 @@ class CheckReport:
         return {
             "path": self.path,
             "replayable": self.replayable,
+            "incomplete": self.incomplete,
             "steps": len(self.steps),
             "counts": counts,
             "results": [step.to_dict() for step in self.steps],
@@ -86,7 +90,7 @@ def check_trace(path: str) -> CheckReport:
     trace = Trace.open(path)
     steps = [check_event(event) for event in trace.events]
     _check_shared_names(trace.events, steps)
-    return CheckReport(path, steps)
+    return CheckReport(path, steps, incomplete_reason(trace.header))
 
 
 def _check_shared_names(events: list[Event], steps: list[StepCheck]) -> None:
