@@ -38,6 +38,7 @@ from ._channel import PARCELS, Parcel
 from ._span_errors import annotate, exported_message, request_credentials, without_credentials
 from .canonical import canonical_json, canonical_text, ensure_jsonable, request_text, text_fingerprint, to_jsonable
 from .errors import DivergenceError, RedactionError, TraceFormatError, TraceWriteError
+from .function_names import same_function
 from .replayed_error import decode_error, encode_error, is_cancellation, replayed_cancellation
 from .telemetry import STARTING, TRACERS, usage_attributes
 from .trace import Event
@@ -291,7 +292,7 @@ class Call:
         head = event.head()  # response and the recording function, read once
         if self.function is not None:
             recorded = head.get("function")
-            if isinstance(recorded, str) and recorded != self.function:
+            if isinstance(recorded, str) and not same_function(recorded, self.function):
                 self.session.note_recorded_by(event, recorded, self.function)
         if not event.ok:
             self.raise_recorded_error(event)

@@ -14,6 +14,7 @@ from typing import Any, TypeVar, overload
 
 from .canonical import from_jsonable
 from .core import begin_call
+from .function_names import function_name
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,14 +36,25 @@ def _call_name(fn: Callable[..., Any]) -> str:
     return qualname.replace("<locals>.", "")
 
 
-def _owner(fn: Callable[..., Any]) -> str:
-    """The function behind a decorated callable, to tell two of them apart in a run."""
+def _named(fn: Callable[..., Any]) -> tuple[str, str]:
+    """``(module, qualname)`` of the function behind a decorated callable (a callable object: its class)."""
     target = _target(fn)
     qualname = getattr(target, "__qualname__", None)
     if not isinstance(qualname, str):
         target = type(target)
         qualname = target.__qualname__
-    return f"{getattr(target, '__module__', None)}.{qualname}"
+    return str(getattr(target, "__module__", None)), qualname
+
+
+def _owner(fn: Callable[..., Any]) -> str:
+    """The function behind a decorated callable, to tell two of them apart in a run."""
+    module, qualname = _named(fn)
+    return f"{module}.{qualname}"
+
+
+def _function(fn: Callable[..., Any]) -> str:
+    """What a step records as its function: ``module:qualname`` (rewind.function_names)."""
+    return function_name(*_named(fn))
 
 
 class _RequestBinder:
@@ -168,14 +180,15 @@ def _wrap(kind: str, fn: Callable[..., Any], name: str | None) -> Callable[..., 
     owner = _owner(fn)
     # Written with each step, so a replay and `rewind check` can tell which function
     # recorded it when two share one name= (the name, not this, is the identity).
-    recorded_by = {"function": owner}
+    function = _function(fn)
+    recorded_by = {"function": function}
     bind = _RequestBinder(fn)
 
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            call = begin_call(kind, call_name, bind(args, kwargs), is_async=True, function=owner)
+            call = begin_call(kind, call_name, bind(args, kwargs), is_async=True, function=function)
             if call is None:
                 return await fn(*args, **kwargs)
             call.session.note_owner(kind, call_name, owner)
@@ -196,7 +209,7 @@ def _wrap(kind: str, fn: Callable[..., Any], name: str | None) -> Callable[..., 
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        call = begin_call(kind, call_name, bind(args, kwargs), is_async=False, function=owner)
+        call = begin_call(kind, call_name, bind(args, kwargs), is_async=False, function=function)
         if call is None:
             return fn(*args, **kwargs)
         call.session.note_owner(kind, call_name, owner)

@@ -17,6 +17,7 @@ from ._escape import inert
 from .canonical import canonical_json
 from .dialect import translate
 from .errors import DivergenceError, RewindError
+from .function_names import same_function
 from .matching import IncomingCall
 from .similarity import lexical_similarity
 from .trace import Event, Trace
@@ -173,7 +174,7 @@ def _recorded_by_another(expected: Event | None, call: IncomingCall) -> str | No
         recorded = expected.get("function")
     except RewindError:  # a damaged line: the report goes on without this detail
         return None
-    return recorded if isinstance(recorded, str) and recorded != call.function else None
+    return recorded if isinstance(recorded, str) and not same_function(recorded, call.function) else None
 
 
 def _closeness(expected: Event, call: IncomingCall, nearest: tuple[Event, float] | None) -> float:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TraceFormatError
+from ..function_names import same_function
 from ..nothing_recorded import incomplete_reason
 from ..trace import Event, Trace
 from .build import IMPORTED
@@ -108,9 +109,11 @@ def _check_shared_names(events: list[Event], steps: list[StepCheck]) -> None:
             functions.setdefault((event.kind, event.name), {}).setdefault(function, event.seq)
     for event, step, function in zip(events, steps, recorded_by):
         owners = functions.get((event.kind, event.name), {})
-        if function is None or len(owners) < 2:
+        others = ", ".join(
+            f"{name} (step {seq})" for name, seq in owners.items() if function and not same_function(name, function)
+        )
+        if not others:
             continue
-        others = ", ".join(f"{name} (step {seq})" for name, seq in owners.items() if name != function)
         step.problems.append(
             Problem(
                 SHARED_NAME,
