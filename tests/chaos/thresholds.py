@@ -28,13 +28,14 @@ THRESHOLDS: dict[str, tuple[str, float]] = {
     "two_processes.second_recorder_refused": ("==", 1),
     "two_processes.first_recording_intact": ("==", 1),
     "two_processes.reader_errors": ("==", 0),
+    "two_processes.reads_never_shrank": ("==", 1),
     # Mutated traces through every reader.
     "fuzz.traces": (">=", 1000),
     "fuzz.tracebacks": ("==", 0),
     "fuzz.hangs": ("==", 0),
     "fuzz.unsafe_output": ("==", 0),
     "fuzz.slowest_trace_s": ("<=", 10),
-    "fuzz.peak_traced_mib": ("<=", 128),
+    "fuzz.peak_rss_mib": ("<=", 600),
     # Hostile OTLP files through `rewind import`.
     "otlp.files": (">=", 200),
     "otlp.tracebacks": ("==", 0),
