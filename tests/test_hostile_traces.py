@@ -753,3 +753,34 @@ def test_a_malformed_stream_or_http_record_is_a_corrupt_step_not_a_traceback(
         undo()
     result = invoke("show", "-v", str(path))
     assert result.exit_code == 2 and message in result.output, result.output
+
+
+def test_recorded_chunks_a_span_summary_cannot_read_still_replay(tmp_path: Path, stub: Any) -> None:
+    # Found by the chaos fuzz (tests/chaos): a chunk whose choice index is 1e400 (infinity)
+    # made the span's response summary raise OverflowError into the agent's replay.
+    import openai
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from rewind.telemetry import TRACERS
+
+    if not TRACERS.uses_private_provider():
+        pytest.skip("a global SDK tracer provider is configured in this process")
+    path = record_openai_stream(tmp_path / "run.rewind", stub)
+    write_lines(path, [line.replace('"index":0', '"index":1e400') for line in lines_of(path)])
+    memory = InMemorySpanExporter()
+    TRACERS.private_provider().add_span_processor(SimpleSpanProcessor(memory))  # observed: summarized
+    undo = rewind.patch_openai()
+    try:
+        client = openai.OpenAI(base_url=stub.openai_base_url, api_key="sk-test", max_retries=0)
+        with rewind.replay(path):
+            chunks = list(
+                client.chat.completions.create(
+                    model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True
+                )
+            )
+        assert chunks and memory.get_finished_spans()
+    finally:
+        undo()
+        memory.clear()
+        memory.shutdown()  # the SDK cannot remove a processor; a shut-down exporter drops spans
