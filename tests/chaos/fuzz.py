@@ -22,14 +22,13 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import test_trace_fuzz as mutator  # tests/test_trace_fuzz.py: the mutator and the decorated agent
 from click.testing import CliRunner
 
 import rewind
 from rewind.cli import cli
 from rewind.errors import RewindError, RewindWarning
 from rewind.stub_server import StubServer
-
-import test_trace_fuzz as mutator  # tests/test_trace_fuzz.py: the mutator and the decorated agent
 
 TRACES = int(os.environ.get("REWIND_CHAOS_FUZZ_TRACES", "1008"))
 CASE_SECONDS = 10.0

@@ -36,7 +36,7 @@ SCENARIOS: dict[str, float] = {
     "concurrency": 60,
     "two_processes": 60,
     "fuzz": 180,
-    "otlp": 60,
+    "otlp": 90,
     "report": 90,
     "network": 90,
 }
