@@ -45,6 +45,7 @@ THRESHOLDS: dict[str, tuple[str, float]] = {
     "report.pages": (">=", 3),
     "report.scripts_executed": ("==", 0),
     "report.pages_not_rendered": ("==", 0),
+    "report.control_script_detected": ("==", 1),  # the detector catches a script that does run
 }
 
 #: Replay under network="block": how each attack ends today. "blocked" attacks must stay
