@@ -54,12 +54,15 @@ THRESHOLDS: dict[str, tuple[str, float]] = {
 #: "blocked" as it lands.
 NETWORK_EXPECTED: dict[str, str] = {
     "raw socket connect": "blocked",
-    "raw socket sendto (UDP)": "blocked",
+    "raw socket connect (IPv6)": "blocked",
     "socket.create_connection": "blocked",
     "httpx": "blocked",
     "urllib": "blocked",
     "asyncio open_connection": "blocked",
-    "DNS getaddrinfo": "open",
-    "subprocess (python child)": "open",
-    "subprocess (curl)": "open",
+    "asyncio datagram endpoint": "blocked",
+    "DNS getaddrinfo": "blocked",
+    # Known holes (measured when this suite was written):
+    "raw socket sendto (UDP)": "open",  # an unconnected UDP socket's sendto is not guarded
+    "DNS gethostbyname": "open",  # resolves without getaddrinfo
+    "subprocess (python child)": "open",  # a Python subprocess runs without the session
 }
