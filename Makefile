@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cksum < pyproject.toml | cut -d' ' -f1)
 EMBED  := $(VENV)/.embeddings
 
-.PHONY: install embeddings demo test test-compat test-frameworks test-import phoenix test-phoenix lint bench clean browser
+.PHONY: install embeddings demo test test-compat test-frameworks test-import phoenix test-phoenix lint bench clean browser test-chaos
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -69,6 +69,13 @@ browser:
 	@command -v chromium >/dev/null 2>&1 || \
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 	@chromium --version
+
+# The standing chaos suite (tests/chaos/run.py): SIGKILL during record, a full disk, 64 tasks
+# and 8 threads, two processes on one trace, 1,000 fuzzed traces through every reader, hostile
+# OTLP imports, hostile reports in Chromium, the network guard under attack. Loopback only;
+# prints a table of figures and fails when one misses its bound (tests/chaos/thresholds.py).
+test-chaos: $(STAMP) browser
+	timeout 900 $(PY) tests/chaos/run.py
 
 # The real-agent battery: unmodified agents of real frameworks, recorded against the stub
 # server and replayed with it stopped. One venv per resolver group (frameworks/<group>.txt).
