@@ -12,7 +12,6 @@ stub server (the "stream" field was where a damaged step still reached a traceba
 from __future__ import annotations
 
 import faulthandler
-import gzip
 import os
 import random
 import resource
@@ -129,23 +128,9 @@ def run(rng: random.Random, work: Path) -> dict[str, Any]:
     formats = ("v1", "v2", "gzip")
     for case in range(TRACES):
         fmt = formats[case % 3]
-        which = fmt if fmt != "gzip" else rng.choice(["v1", "v2"])
-        source, blobs = originals[which]
         folder = work / f"case{case}"
         folder.mkdir()
-        original = folder / "original.rewind"
-        original.write_bytes(source)
-        path = folder / ("run.rewind.gz" if fmt == "gzip" else "run.rewind")
-        data = mutator.mutate(rng, source)
-        if fmt == "gzip":
-            data = mutator.gzip_bomb(rng, data) if rng.random() < 0.15 else gzip.compress(data, mtime=0)
-        path.write_bytes(data)
-        for target in (Path(f"{original}.blobs"), Path(f"{path}.blobs")) if blobs else ():
-            target.mkdir(exist_ok=True)
-            for blob, content in blobs.items():
-                (target / blob).write_bytes(content)
-        if blobs and rng.random() < 0.4:
-            mutator.damage_blobs(rng, Path(f"{path}.blobs"))
+        path, original = mutator.write_case(rng, originals, fmt, folder)
         started = time.monotonic()
         # A hang ends the scenario loudly, with every thread's stack, and the runner fails it.
         faulthandler.dump_traceback_later(CASE_SECONDS * 6, exit=True, file=sys.__stderr__)
