@@ -1,12 +1,12 @@
 """agent-rewind: record, replay, fork and diff AI agent runs, on OpenTelemetry.
 
-import rewind
+    import rewind
 
-with rewind.record("run.rewind"):
-    agent.run("find me a flight")
+    with rewind.record("run.rewind"):
+        agent.run("find me a flight")
 
-with rewind.replay("run.rewind"):      # offline, deterministic, free
-    agent.run("find me a flight")
+    with rewind.replay("run.rewind"):      # offline, deterministic, free
+        agent.run("find me a flight")
 """
 
 from __future__ import annotations
@@ -81,7 +81,6 @@ def __getattr__(name: str) -> object:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
-
 
 __all__ = [
     "Call",

@@ -387,7 +387,7 @@ def _price_from(value: Any, where: str) -> ModelPrice:
     except (TypeError, ValueError):
         pass
     raise ValueError(
-        f'{where!r}: a price is IN/OUT USD per 1M tokens, as "2.5/10", [2.5, 10] or '
+        f"{where!r}: a price is IN/OUT USD per 1M tokens, as \"2.5/10\", [2.5, 10] or "
         '{"input": 2.5, "output": 10}, each a number >= 0'
     )
 

@@ -71,14 +71,9 @@ class _RequestBinder:
         except (TypeError, ValueError):
             self._signature = None
         params = list(self._signature.parameters.values()) if self._signature else []
-        self._skip_first = (
-            bool(params)
-            and params[0].name in ("self", "cls")
-            and params[0].kind
-            in (
-                inspect.Parameter.POSITIONAL_ONLY,
-                inspect.Parameter.POSITIONAL_OR_KEYWORD,
-            )
+        self._skip_first = bool(params) and params[0].name in ("self", "cls") and params[0].kind in (
+            inspect.Parameter.POSITIONAL_ONLY,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
         )
         self._var_kw = {p.name for p in params if p.kind is inspect.Parameter.VAR_KEYWORD}
         # Named parameters (and an optional **kwargs) are bound by hand: Signature.bind

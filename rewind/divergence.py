@@ -287,8 +287,8 @@ def _elide_pair(a: Any, b: Any) -> tuple[Any, Any]:
         return out_a, out_b
     if isinstance(a, list) and isinstance(b, list):
         pairs = [_elide_pair(x, y) for x, y in zip(a, b)]
-        la = [p[0] for p in pairs] + [_elide_one(x) for x in a[len(b) :]]
-        lb = [p[1] for p in pairs] + [_elide_one(y) for y in b[len(a) :]]
+        la = [p[0] for p in pairs] + [_elide_one(x) for x in a[len(b):]]
+        lb = [p[1] for p in pairs] + [_elide_one(y) for y in b[len(a):]]
         return la, lb
     if isinstance(a, str) and isinstance(b, str) and a != b and max(len(a), len(b)) > _LONG:
         return _around_change(a, b)

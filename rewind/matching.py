@@ -318,7 +318,9 @@ class ParallelMatcher:
             self._low += 1
         if (call.kind, call.name, call.fingerprint) in self._queues:
             count = sum(
-                1 for e in events if e.fingerprint == call.fingerprint and e.name == call.name and e.kind == call.kind
+                1
+                for e in events
+                if e.fingerprint == call.fingerprint and e.name == call.name and e.kind == call.kind
             )
             return divergence(
                 trace,

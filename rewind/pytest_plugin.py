@@ -476,7 +476,7 @@ def _divergence_message(run: _Run, raised: DivergenceError | None) -> str:
     head, _, rest = str(first).partition("\n")
     generic = "rewind: replay diverged"
     if head.startswith(generic):
-        head = f"rewind: replay of {run.shown} diverged{head[len(generic) :]}"
+        head = f"rewind: replay of {run.shown} diverged{head[len(generic):]}"
     else:
         head = f"rewind: replay of {run.shown}: {head}"
     lines = [head, rest] if rest else [head]

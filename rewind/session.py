@@ -153,7 +153,8 @@ class Session:
 
     def __repr__(self) -> str:
         return (
-            f"Session(mode={self.mode!r}, path={self.path!r}, cursor={self.cursor}, new_events={len(self.new_events)})"
+            f"Session(mode={self.mode!r}, path={self.path!r}, cursor={self.cursor}, "
+            f"new_events={len(self.new_events)})"
         )
 
     # -- lifecycle ----------------------------------------------------------------

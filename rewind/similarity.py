@@ -361,7 +361,9 @@ def _load_encoder(model_name: str) -> Encoder:
     try:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
-        raise ImportError(f"use_embedding_similarity() needs sentence-transformers ({exc}); {_INSTALL_HINT}") from exc
+        raise ImportError(
+            f"use_embedding_similarity() needs sentence-transformers ({exc}); {_INSTALL_HINT}"
+        ) from exc
     location = _model_location(model_name)
     try:
         model = SentenceTransformer(location)

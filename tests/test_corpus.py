@@ -68,7 +68,7 @@ AWKWARD: dict[str, Any] = {
     "ints": [0, -1, 2**53 + 1, 2**63 - 1, 2**63, -(2**63) - 1, 2**64, 2**70, -(2**100)],
     "text": [
         "café ☕ 日本語",
-        'quote " backslash \\ slash /',
+        "quote \" backslash \\ slash /",
         "\n\r\t\b\f",
         "\x00\x01\x1f\x7f",
         "\u2028\u2029",
