@@ -15,7 +15,7 @@ BEST_EFFORT := $(if $(CI),,-)
 JUNIT = $(if $(REPORTS),--junitxml=$(abspath $(REPORTS))/$(1).xml)
 
 .PHONY: install embeddings demo test test-compat test-frameworks test-import phoenix test-phoenix lint bench clean browser
-.PHONY: test-installed test-latest pins bench-smoke node-proxy test-proxy-node
+.PHONY: test-installed test-latest pins bench-smoke node-proxy test-proxy-node test-chaos
 
 $(STAMP): pyproject.toml $(CONSTRAINTS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -133,6 +133,13 @@ browser:
 NEWEST = reqs=$$spec; if [ -n "$(LATEST)" ]; then venv=$$venv-latest; reqs=$$(mktemp); \
     sed -e 's/\#.*//' -e 's/[=<>!~;].*//' -e 's/ *$$//' $$spec | grep . > $$reqs; fi
 UPGRADE = $(if $(LATEST),--upgrade --upgrade-strategy eager)
+
+# The standing chaos suite (tests/chaos/run.py): SIGKILL during record, a full disk, 64 tasks
+# and 8 threads, two processes on one trace, 1,000 fuzzed traces through every reader, hostile
+# OTLP imports, hostile reports in Chromium, the network guard under attack. Loopback only;
+# prints a table of figures and fails when one misses its bound (tests/chaos/thresholds.py).
+test-chaos: $(STAMP) browser
+	timeout 900 $(PY) tests/chaos/run.py
 
 # The real-agent battery: unmodified agents of real frameworks, recorded against the stub
 # server and replayed with it stopped. One venv per resolver group (frameworks/<group>.txt).

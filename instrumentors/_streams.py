@@ -17,7 +17,7 @@ as the agent drops it, never inside a garbage-collection cycle.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
@@ -138,9 +138,19 @@ class ReplayEngine:
             # The live stream failed here: the agent sees the same error after the same chunks.
             error = self.surface.provider.revive_error(event.error or {}, event.seq)
             self.call.raise_recorded_error(event, error)
+        self.call.end_replayed(self._attributes() if self.call.annotating else None)
+
+    def _attributes(self) -> Mapping[str, Any] | None:
+        """The span's response attributes, summarized from the recorded chunks. They only
+        describe the step to observers: chunks a summary cannot read (a damaged trace, an
+        index of 1e400) leave them off, never fail the replay the agent is reading."""
         provider = self.surface.provider
-        summary = provider.stream_summary(self.surface, self.chunks)
-        self.call.end_replayed(provider.response_attributes(self.surface, summary))
+        try:
+            summary = provider.stream_summary(self.surface, self.chunks)
+            attributes: Mapping[str, Any] | None = provider.response_attributes(self.surface, summary)
+        except Exception:
+            return None
+        return attributes
 
 
 Engine = RecordEngine | ReplayEngine

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol
@@ -132,7 +133,7 @@ def _read_header(path: str) -> dict[str, Any]:
         raise TraceFormatError("no such trace file; record one with rewind.record(path)", path=path) from None
     except IsADirectoryError:
         raise TraceFormatError("is a directory, not a trace file", path=path) from None
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, zlib.error) as exc:  # zlib.error: a damaged deflate stream
         raise TraceFormatError(f"corrupt gzip archive ({exc})", path=path) from None
     if not first:
         raise TraceFormatError("empty file: no trace header", path=path, line=1)

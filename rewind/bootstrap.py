@@ -24,6 +24,7 @@ Variables:
 | ``REWIND_REPLAY`` | replay this path offline |
 | ``REWIND_MATCH`` | replay/fork match strategy (``strict``, ``ordered``, ``fuzzy``, ``parallel``) |
 | ``REWIND_REQUIRE_FULL_CONSUMPTION`` | ``1``: leftover recorded events fail the replay |
+| ``REWIND_TOLERATE_DRIFT`` | ``1``: an ``ordered`` replay that drifted on every step still succeeds |
 | ``REWIND_BREAK_AT`` | replay: pause in the debugger when this step is served |
 | ``REWIND_FORK_AT`` | with ``REWIND_REPLAY``: fork at this step instead of replaying |
 | ``REWIND_SAVE_AS`` | with ``REWIND_FORK_AT``: write the forked run here |
@@ -86,6 +87,7 @@ SESSION_VARIABLES = (
     "REWIND_REPLAY",
     "REWIND_MATCH",
     "REWIND_REQUIRE_FULL_CONSUMPTION",
+    "REWIND_TOLERATE_DRIFT",
     "REWIND_BREAK_AT",
     "REWIND_FORK_AT",
     "REWIND_SAVE_AS",
@@ -225,6 +227,7 @@ def session_from_environment(environ: Mapping[str, str] | None = None) -> Sessio
                 allow_hosts=allow_hosts,
                 save_as=save_as,
                 policy=policy,
+                tolerate_drift=_flag(env, "REWIND_TOLERATE_DRIFT"),
             )
         for name, value in (("REWIND_REQUIRE_FULL_CONSUMPTION", full), ("REWIND_BREAK_AT", break_at)):
             if value:
@@ -463,6 +466,8 @@ def _finish(session: Session, status_file: str | None = None) -> None:
     status["error"] = failure
     if failure and session.mode != "record" and not status_file:
         _fail_exit_status()
+    if session.mode == "record" and not session.new_events:
+        status.update(_nothing_recorded(session.path))
     if status_file:
         try:
             fd = open_for_writing(status_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, what="status file")
@@ -510,6 +515,20 @@ def apply_exit_status() -> None:
         except Exception:
             pass
     os._exit(exit_status)
+def _nothing_recorded(path: str) -> dict[str, str]:
+    """Why a recording holds no step: ``{"incomplete": ...}`` when the program died before its
+    first call (the trace is marked so), else ``{"nothing": ...}`` (rewind.nothing_recorded)."""
+    from . import nothing_recorded
+
+    try:
+        died = nothing_recorded.failure_of_the_program()
+        if died is not None:
+            cause = f"{type(died).__name__}: {died}"
+            if nothing_recorded.mark_incomplete(path, cause):
+                return {"incomplete": f"{nothing_recorded.FAILED_BEFORE_FIRST_CALL} ({cause})"}
+        return {"nothing": nothing_recorded.why_nothing_recorded()}
+    except Exception:  # a hint is never worth breaking the exit
+        return {}
 
 
 def _failed_steps(session: Session) -> list[dict[str, Any]]:

@@ -45,6 +45,7 @@ from ._span_errors import (
 )
 from .canonical import canonical_json, canonical_text, ensure_jsonable, request_text, text_fingerprint, to_jsonable
 from .errors import DivergenceError, RedactionError, TraceFormatError, TraceWriteError
+from .function_names import same_function
 from .replayed_error import decode_error, encode_error, is_cancellation, replayed_cancellation
 from .telemetry import STARTING, TRACERS, legacy_attributes, usage_attributes
 from .trace import Event
@@ -89,12 +90,23 @@ class Call:
         "_direct",
         "is_async",
         "credential_source",
+        "function",
     )
 
-    def __init__(self, session: Session, kind: str, name: str, request: Any, is_async: bool | None = None) -> None:
+    def __init__(
+        self,
+        session: Session,
+        kind: str,
+        name: str,
+        request: Any,
+        is_async: bool | None = None,
+        function: str | None = None,
+    ) -> None:
         self.session = session
         self.kind = kind
         self.name = name
+        #: ``module.qualname`` of the decorated function making the call (``None`` for SDK calls).
+        self.function = function
         #: Whether the agent awaits this call (``None``: the hook does not say).
         self.is_async = is_async
         self._raw = request
@@ -308,10 +320,15 @@ class Call:
     def replay_response(self) -> Any:
         """The recorded response (JSON data), or the recorded error raised again."""
         event = self.take_served()
+        head = event.head()  # response and the recording function, read once
+        if self.function is not None and event.name == self.name:  # another name is drift, said elsewhere
+            recorded = head.get("function")
+            if isinstance(recorded, str) and not same_function(recorded, self.function):
+                self.session.note_recorded_by(event, recorded, self.function)
         if not event.ok:
             self.raise_recorded_error(event)
         self.end_replayed()
-        return event.response
+        return head.get("response")
 
     def raise_recorded_error(self, event: Event, error: BaseException | None = None) -> None:
         record = event.error or {}
@@ -608,6 +625,7 @@ def begin_call(
     attributes: Mapping[str, Any] | None = None,
     describe: Describe | None = None,
     is_async: bool | None = None,
+    function: str | None = None,
 ) -> Call | None:
     """Start intercepting a call, or return ``None`` when no session is active.
 
@@ -616,12 +634,14 @@ def begin_call(
     attributes cost a few microseconds a call that no one may read). ``is_async`` says
     whether the agent awaits the call: a fault injected there is what that flavour of the
     SDK raises (a sync client called from a coroutine raises the sync client's errors).
+    ``function`` names the decorated function making the call (``module.qualname``): a
+    divergence report and a replay say when a step was recorded by another one.
     """
     sessions = _SESSIONS or _sessions()
     session = sessions.current_session()
     if session is None:
         sessions.warn_if_threadless(kind, name)
         return None
-    call = Call(session, kind, name, request, is_async)
+    call = Call(session, kind, name, request, is_async, function)
     call._start_span(span_name, attributes, describe)
     return call

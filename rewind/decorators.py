@@ -14,6 +14,7 @@ from typing import Any, TypeVar, overload
 
 from .canonical import from_jsonable
 from .core import begin_call
+from .function_names import function_name
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,14 +36,25 @@ def _call_name(fn: Callable[..., Any]) -> str:
     return qualname.replace("<locals>.", "")
 
 
-def _owner(fn: Callable[..., Any]) -> str:
-    """The function behind a decorated callable, to tell two of them apart in a run."""
+def _named(fn: Callable[..., Any]) -> tuple[str, str]:
+    """``(module, qualname)`` of the function behind a decorated callable (a callable object: its class)."""
     target = _target(fn)
     qualname = getattr(target, "__qualname__", None)
     if not isinstance(qualname, str):
         target = type(target)
         qualname = target.__qualname__
-    return f"{getattr(target, '__module__', None)}.{qualname}"
+    return str(getattr(target, "__module__", None)), qualname
+
+
+def _owner(fn: Callable[..., Any]) -> str:
+    """The function behind a decorated callable, to tell two of them apart in a run."""
+    module, qualname = _named(fn)
+    return f"{module}.{qualname}"
+
+
+def _function(fn: Callable[..., Any]) -> str:
+    """What a step records as its function: ``module:qualname`` (rewind.function_names)."""
+    return function_name(*_named(fn))
 
 
 class _RequestBinder:
@@ -150,18 +162,28 @@ def _flatten_partial(fn: functools.partial[Any]) -> functools.partial[Any]:
     return functools.partial(inner, *args, **keywords)
 
 
+#: How many functions this process decorated (a run that recorded nothing says whether it had any).
+defined = 0
+
+
 def _wrap(kind: str, fn: Callable[..., Any], name: str | None) -> Callable[..., Any]:
+    global defined
     if not callable(fn):
         raise TypeError(f"@rewind.{kind} decorates a function, not {type(fn).__name__}")
+    defined += 1
     call_name = name or _call_name(fn)
     owner = _owner(fn)
+    # Written with each step, so a replay and `rewind check` can tell which function
+    # recorded it when two share one name= (the name, not this, is the identity).
+    function = _function(fn)
+    recorded_by = {"function": function}
     bind = _RequestBinder(fn)
 
     if inspect.iscoroutinefunction(fn):
 
         @functools.wraps(fn)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            call = begin_call(kind, call_name, bind(args, kwargs), is_async=True)
+            call = begin_call(kind, call_name, bind(args, kwargs), is_async=True, function=function)
             if call is None:
                 return await fn(*args, **kwargs)
             call.session.note_owner(kind, call_name, owner)
@@ -171,9 +193,9 @@ def _wrap(kind: str, fn: Callable[..., Any], name: str | None) -> Callable[..., 
                 with call.activate():
                     result = await fn(*args, **kwargs)
             except BaseException as exc:
-                call.fail(exc)
+                call.fail(exc, extra=recorded_by)
                 raise
-            call.succeed(result)
+            call.succeed(result, extra=recorded_by)
             return result
 
         async_wrapper.__rewind_kind__ = kind  # type: ignore[attr-defined]
@@ -182,7 +204,7 @@ def _wrap(kind: str, fn: Callable[..., Any], name: str | None) -> Callable[..., 
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        call = begin_call(kind, call_name, bind(args, kwargs), is_async=False)
+        call = begin_call(kind, call_name, bind(args, kwargs), is_async=False, function=function)
         if call is None:
             return fn(*args, **kwargs)
         call.session.note_owner(kind, call_name, owner)
@@ -192,9 +214,9 @@ def _wrap(kind: str, fn: Callable[..., Any], name: str | None) -> Callable[..., 
             with call.activate():
                 result = fn(*args, **kwargs)
         except BaseException as exc:
-            call.fail(exc)
+            call.fail(exc, extra=recorded_by)
             raise
-        call.succeed(result)
+        call.succeed(result, extra=recorded_by)
         return result
 
     wrapper.__rewind_kind__ = kind  # type: ignore[attr-defined]

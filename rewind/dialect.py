@@ -27,6 +27,7 @@ def _rules(dialect: Dialect) -> list[_Rule]:
         return [
             (re.compile(r"match='(\w+)'"), lambda m: f"--match {m.group(1)}"),
             (re.compile(r"require_full_consumption=True"), lambda m: "--require-full-consumption"),
+            (re.compile(r"tolerate_drift=True"), lambda m: "--tolerate-drift"),
             (re.compile(r"normalize=fn to record\(\) and replay\(\)"), lambda m: "--normalize MODULE:FUNCTION to "
              "rewind record and rewind replay"),
             (re.compile(r"normalize=fn"), lambda m: "--normalize MODULE:FUNCTION"),
@@ -37,6 +38,7 @@ def _rules(dialect: Dialect) -> list[_Rule]:
         return [
             (re.compile(r"match='(\w+)'"), lambda m: f"REWIND_MATCH={m.group(1)}"),
             (re.compile(r"require_full_consumption=True"), lambda m: "REWIND_REQUIRE_FULL_CONSUMPTION=1"),
+            (re.compile(r"tolerate_drift=True"), lambda m: "REWIND_TOLERATE_DRIFT=1"),
             (re.compile(r"normalize=fn to record\(\) and replay\(\)"), lambda m: "REWIND_NORMALIZE=module:function "
              "when recording and replaying"),
             (re.compile(r"normalize=fn"), lambda m: "REWIND_NORMALIZE=module:function"),

@@ -16,7 +16,8 @@ from typing import Any
 from ._escape import inert
 from .canonical import canonical_json
 from .dialect import translate
-from .errors import DivergenceError
+from .errors import DivergenceError, RewindError
+from .function_names import same_function
 from .matching import IncomingCall
 from .similarity import lexical_similarity
 from .trace import Event, Trace
@@ -28,6 +29,14 @@ ORDER = "order drift"
 VOLATILE = "volatile field"
 TOOLS = "tool-schema drift"
 CONTENT = "prompt/content drift"
+
+#: Below this lexical similarity to the recorded step and to every recorded step near it,
+#: a miss is not drift but a trace recorded by another program (or another run of a very
+#: different task): two versions of one agent's request share most of their text (a
+#: changed prompt in an otherwise equal chat request still scores above 0.5), two
+#: unrelated agents share little more than the JSON keys of their SDK (0.1-0.25).
+#: Loosening the match would serve that other run's answers, so the hint says re-record.
+FOREIGN_BELOW = 0.35
 
 _HINTS = {
     LONGER: "the agent made more calls than were recorded. Re-record the run, or use "
@@ -45,6 +54,15 @@ _HINTS = {
     CONTENT: "the request content changed (prompt, messages or arguments). If that is intended, "
     "re-record; replay with match='fuzzy' or match='ordered' to tolerate it.",
 }
+
+#: The hint for a content miss so unlike the recording that loosening the match would
+#: serve another run's answers (the reason stays what changed: the request content).
+FOREIGN_HINT = (
+    "the incoming call is at most {closeness} similar to the recorded steps around this one, "
+    "so this trace looks like the recording of another program or of a very different run. Re-record it "
+    "with this program (rewind.record(path)); a looser match (fuzzy, ordered) would serve that other "
+    "run's answers."
+)
 
 _VOLATILE_VALUE = re.compile(
     r"""^(
@@ -106,8 +124,13 @@ def divergence(
         # Recorded text is shown inert: the message reaches terminals (tracebacks, rewind replay).
         diff = inert(request_diff(expected.request, call.request, step), keep_newlines=True)
         changed = [_path_text(path) for path, _, _ in _changed_paths(expected.request, call.request, ())]
+    nearest = nearest_candidate(trace, call, exclude=expected, unserved=unserved, around=cursor)
+    # Only a content miss suggests loosening the match; a kind, name or order miss does not.
+    closeness = _closeness(expected, call, nearest) if reason == CONTENT and expected is not None else 1.0
+    foreign = closeness < FOREIGN_BELOW
+    template = FOREIGN_HINT if foreign else _HINTS.get(reason, "").replace("{steps}", str(len(trace.events)))
     # In the words of the entry point that opened the session (--match, REWIND_MATCH, match=).
-    hint = translate(_HINTS.get(reason, "").replace("{steps}", str(len(trace.events))))
+    hint = translate(template.replace("{closeness}", f"{closeness:.0%}"))
     lines = [f"rewind: replay diverged at step {step}: {reason}"]
     if expected is not None:
         lines.append(f"  recorded step {step}: {expected.kind} {expected.name!r}")
@@ -115,6 +138,12 @@ def divergence(
         count = len(trace.events)
         lines.append(f"  recorded: nothing left to serve (the trace has {count} {'step' if count == 1 else 'steps'})")
     lines.append(f"  incoming call: {call.kind} {call.name!r}")
+    other = _recorded_by_another(expected, call)
+    if other is not None:
+        lines.append(
+            f"  recorded by: {other}, not {call.function}: two functions record under the name {call.name!r} "
+            "(give each its own name= if they are not one function renamed)"
+        )
     if note:
         lines.append(f"  {note}")
     if diff:
@@ -127,7 +156,6 @@ def divergence(
         lines.append(f"  incoming request: {_preview(call.request)}")
     if hint:
         lines.append(f"  hint: {hint}")
-    nearest = nearest_candidate(trace, call, exclude=expected, unserved=unserved, around=cursor)
     if nearest is not None:
         event, score = nearest
         lines.append(
@@ -136,6 +164,24 @@ def divergence(
     got = {"kind": call.kind, "name": call.name, "fingerprint": call.fingerprint, "request": call.request}
     text = inert("\n".join(lines), keep_newlines=True)
     return DivergenceError(text, step=step, reason=reason, expected=expected, got=got, diff=diff, hint=hint)
+
+
+def _recorded_by_another(expected: Event | None, call: IncomingCall) -> str | None:
+    """The function that recorded ``expected``, when it is not the one calling now."""
+    if expected is None or call.function is None or expected.name != call.name:
+        return None
+    try:
+        recorded = expected.get("function")
+    except RewindError:  # a damaged line: the report goes on without this detail
+        return None
+    return recorded if isinstance(recorded, str) and not same_function(recorded, call.function) else None
+
+
+def _closeness(expected: Event, call: IncomingCall, nearest: tuple[Event, float] | None) -> float:
+    """How like the recording the call is: its similarity to the step it missed or to the
+    nearest recorded candidate, whichever is higher."""
+    score = lexical_similarity(canonical_json(expected.request), canonical_json(call.request))
+    return max(score, nearest[1] if nearest is not None else 0.0)
 
 
 def _step_past_end(trace: Trace, cursor: int) -> int:

@@ -84,6 +84,11 @@ class IncomingCall:
         return self._identity
 
     @property
+    def function(self) -> str | None:
+        """``module.qualname`` of the decorated function making the call, when one does."""
+        return getattr(self._source, "function", None)
+
+    @property
     def is_async(self) -> bool | None:
         """Whether the agent awaits this call (an async client or coroutine), ``None`` when
         its hook does not say."""
@@ -201,12 +206,21 @@ class StrictMatcher:
 
 
 class OrderedMatcher:
-    """Serve by position; a drifted request is served anyway, with a warning."""
+    """Serve by position; a drifted request is served anyway, with a warning.
+
+    It counts what it served and how much of it drifted: a replay on which every served
+    step drifted was fed another run's answers, and fails at its end unless drift is
+    tolerated (``replay(tolerate_drift=True)``)."""
 
     positional = True
 
+    def __init__(self) -> None:
+        self.served = 0
+        self.drifted = 0
+
     def start(self, trace: Trace) -> None:
-        pass
+        self.served = 0
+        self.drifted = 0
 
     def match(self, cursor: int, call: IncomingCall, trace: Trace) -> Event:
         if cursor >= len(trace.events):
@@ -219,7 +233,9 @@ class OrderedMatcher:
 
             # Serving a tool result to a model call would be nonsense, not drift.
             raise divergence(trace, cursor, call, expected, unserved=later_than(cursor))
+        self.served += 1
         if expected.name != call.name or expected.fingerprint != call.fingerprint:
+            self.drifted += 1
             warn_at_caller(
                 f"rewind: step {expected.seq} ({expected.kind} {expected.name!r}) was served by position "
                 f"to a drifted {call.kind} call {call.name!r}; the recorded response may not fit. "
@@ -227,6 +243,18 @@ class OrderedMatcher:
                 ReplayDriftWarning,
             )
         return expected
+
+    def drift_failure(self, path: str) -> str | None:
+        """Why this replay fails for its drift (every served step drifted), or ``None``."""
+        if not self.served or self.drifted < self.served:
+            return None
+        steps = "the one step" if self.served == 1 else f"all {self.served} steps"
+        return (
+            f"rewind: replay of {path} served {steps} by position to calls that did not match their "
+            "recording: the program was given another run's answers. Re-record the trace with this "
+            "program (rewind.record(path)), or pass tolerate_drift=True if serving drifted steps is "
+            "what you want."
+        )
 
     def __repr__(self) -> str:
         return "OrderedMatcher()"

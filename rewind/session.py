@@ -29,8 +29,9 @@ from .errors import (
     UnconsumedEventsWarning,
 )
 from .exporters.rewind_file import RewindSpanExporter
-from .matching import Matcher, resolve_matcher
+from .matching import Matcher, OrderedMatcher, resolve_matcher
 from .network_guard import check_network
+from .nothing_recorded import incomplete_reason
 from .replay import ReplaySpanProcessor
 from .telemetry import RunSpan
 from .trace import BLOBS_FORMAT_VERSION, Event, PathLike, Trace, TraceWriter, check_threshold, new_header
@@ -86,6 +87,7 @@ class Session:
         on_step: StepCallback | None = None,
         break_at: int | None = None,
         require_full_consumption: bool = False,
+        tolerate_drift: bool = False,
         fork_at: int | None = None,
         save_as: PathLike | None = None,
         externalize: int | None = None,
@@ -111,6 +113,7 @@ class Session:
         self.on_step = on_step
         self.break_at = break_at
         self.require_full_consumption = require_full_consumption
+        self.tolerate_drift = tolerate_drift
         self.new_events: list[Event] = []
         #: Every DivergenceError raised in this session, even ones the agent swallowed.
         self.divergences: list[DivergenceError] = []
@@ -142,7 +145,7 @@ class Session:
         self._entered = False
         self._run_span = RunSpan(None, None)
         self._owners: dict[tuple[str, str], str] = {}
-        self._collided: set[tuple[str, str]] = set()
+        self._collided: set[tuple[str, ...]] = set()
         self.trace = Trace(path=self.path)
 
     # -- public state -------------------------------------------------------------
@@ -192,6 +195,7 @@ class Session:
             self._run_span.close(exc, self.redact, frozenset(self.known_credentials))
             self._close(keep=exc_type is None)
             if exc_type is None:
+                self._check_drift()
                 self._check_consumption()
         finally:
             hold, self._network_hold = self._network_hold, None
@@ -217,6 +221,12 @@ class Session:
             self.trace = Trace(header=self.writer.header, path=self.path)
         else:
             source = Trace.open(self.path)
+            incomplete = incomplete_reason(source.header)
+            if incomplete is not None:
+                raise RewindError(
+                    f"rewind: {self.path} is incomplete: {incomplete}. It holds no step to replay; "
+                    "fix the program and record it again"
+                )
             self.trace = source
             self._check_break_at(source)
             matcher = resolve_matcher(self._match)
@@ -272,6 +282,15 @@ class Session:
         if self.writer is not None:
             self.writer.close(keep=keep)
 
+    def _check_drift(self) -> None:
+        """An ordered replay that drifted on every step it served ran on another run's answers."""
+        matcher = self.matcher
+        if self.mode != "replay" or self.tolerate_drift or not isinstance(matcher, OrderedMatcher):
+            return
+        failure = matcher.drift_failure(self.path)
+        if failure is not None:
+            raise RewindError(failure)
+
     def _check_consumption(self) -> None:
         if self._replayer is None:
             return
@@ -298,6 +317,21 @@ class Session:
             if not call.decided:
                 call.decided = True
                 call.seq = self.reserve_seq_locked()
+
+    def note_recorded_by(self, event: Event, recorded: str, owner: str) -> None:
+        """Warn once per pair when a step recorded by one function is served to another
+        sharing its name (the documented contract serves it: the name is the identity)."""
+        key = (event.kind, event.name, recorded, owner)
+        if key in self._collided:
+            return
+        self._collided.add(key)
+        warnings.warn(
+            f"rewind: step {event.seq} ({event.kind} {event.name!r}) was recorded by {recorded} and is served "
+            f"to {owner}: both record under the name {event.name!r}, so a replay cannot tell them apart. Give "
+            "each its own name= and re-record, if they are not the same function renamed.",
+            IdentityCollisionWarning,
+            stacklevel=4,
+        )
 
     def note_owner(self, kind: str, name: str, owner: str) -> None:
         """Warn once when two different functions record under one (kind, name) in this run:
@@ -414,6 +448,7 @@ def replay(
     model_map: Mapping[str, str] | None = None,
     save_as: PathLike | None = None,
     policy: ReplayPolicy | None = None,
+    tolerate_drift: bool = False,
 ) -> Session:
     """Replay ``path`` offline: every recorded call is served from the file.
 
@@ -426,6 +461,8 @@ def replay(
     calls that must never run for real; ``on_missing="live"`` runs a served call the
     recording has no answer for; ``model_map`` rewrites the model of live LLM calls;
     ``save_as`` writes the run. ``policy=`` passes all four as one ``ReplayPolicy``.
+    ``tolerate_drift=True`` lets a ``match="ordered"`` replay end well when every step it
+    served drifted (by default that fails: the program ran on another run's answers).
     """
     check_network(network, allow_hosts)
     policy = _policy(policy, live, never_live, on_missing, model_map)
@@ -447,6 +484,7 @@ def replay(
         path=path,
         match=match,
         require_full_consumption=require_full_consumption,
+        tolerate_drift=tolerate_drift,
         on_step=on_step,
         break_at=break_at,
         redact=redact,

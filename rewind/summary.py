@@ -3,7 +3,8 @@
 ``rewind record``/``rewind replay`` print them from the status their child wrote;
 ``REWIND_RECORD``/``REWIND_REPLAY`` (zero-code) print them at interpreter exit. Each
 takes the status dictionary ``rewind.bootstrap`` writes: ``mode``, ``served``,
-``recorded``, ``failed`` (the steps that raised) and ``error``.
+``recorded``, ``failed`` (the steps that raised) and ``error``; a recording of no step
+adds ``incomplete`` or ``nothing`` (why: ``rewind.nothing_recorded``).
 """
 
 from __future__ import annotations
@@ -33,10 +34,17 @@ def failed_steps(failed: Sequence[Mapping[str, Any]]) -> str:
 
 
 def recorded(status: Mapping[str, Any], shown: str) -> str:
-    """``rewind: recorded 3 steps to run.rewind`` (plus which steps failed)."""
+    """``rewind: recorded 3 steps to run.rewind`` (plus which steps failed, or why none was recorded)."""
     text = f"rewind: recorded {plural(int(status.get('recorded') or 0), 'step')} to {shown}"
     failures = failed_steps(status.get("failed") or [])
-    return f"{text}; {failures}" if failures else text
+    if failures:
+        return f"{text}; {failures}"
+    incomplete, nothing = status.get("incomplete"), status.get("nothing")
+    if isinstance(incomplete, str) and incomplete:
+        return f"{text}: {incomplete}, so it is marked incomplete (rewind check says so; a replay refuses it)"
+    if isinstance(nothing, str) and nothing:
+        return f"{text}: nothing was recorded because {nothing}"
+    return text
 
 
 def replayed(status: Mapping[str, Any], shown: str, total: int | None = None, *, zero_code: bool = False) -> str:

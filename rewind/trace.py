@@ -240,6 +240,11 @@ class Event:
     def error(self) -> dict[str, Any] | None:
         return self._head_body().get("error")
 
+    def head(self) -> dict[str, Any]:
+        """The body without the request (response or error and extras), read once: a reader
+        taking several fields from it reads the line once. Do not modify it."""
+        return self._head_body()
+
     def get(self, key: str, default: Any = None) -> Any:
         """An extra body field written by an instrumentor (e.g. ``"stream"``)."""
         if key == "request":
@@ -404,7 +409,7 @@ def _read_head_before(source: _LineSource, offset: int, length: int, request_tex
     if body is None or not _NOT_IN_BODY.isdisjoint(body):
         return None
     try:
-        _check_error(body)
+        _check_fields(body)
     except ValueError as exc:
         raise _corrupt(source, offset, exc) from None
     if source.blobs is not None and _blobs.BLOB_MARKER in fields:
@@ -449,7 +454,7 @@ def _read_exact_body(source: _LineSource, offset: int, length: int) -> dict[str,
     for key in _SKELETON_KEYS:
         del body[key]
     try:
-        _check_error(body)
+        _check_fields(body)
     except ValueError as exc:
         raise _corrupt(source, offset, exc) from None
     return body
@@ -463,7 +468,7 @@ def _exact_fields(raw: bytes) -> dict[str, Any] | None:
         return None
     for key in _SKELETON_KEYS:
         del fast[key]
-    return _check_error(fast)
+    return _check_fields(fast)
 
 
 def _decode(raw: bytes) -> str:
@@ -482,7 +487,7 @@ def _body_fields(raw: bytes, match: re.Match[bytes] | None = None) -> dict[str, 
         data = _safe.strict_object(_decode(raw), _scan_value)
         for key in _SKELETON_KEYS:
             data.pop(key, None)
-        return _check_error(data)
+        return _check_fields(data)
     end = match.end()
     if raw[end - 1] == 0x7D:  # "}": a skeleton-only line
         if end != len(raw):
@@ -502,14 +507,37 @@ def _body_fields(raw: bytes, match: re.Match[bytes] | None = None) -> dict[str, 
         raise ValueError(f"extra data after the event at column {end + stop + 1}")
     if _safe.maybe_deep(raw, _safe.MAX_DEPTH) and _safe.too_deep(body, _safe.MAX_DEPTH):
         raise _safe.depth_error()
-    return _check_error(body)
+    return _check_fields(body)
 
 
-def _check_error(body: dict[str, Any]) -> dict[str, Any]:
-    """An error record is an object (readers and ``Event`` take its fields by name)."""
-    error = body.get("error")
-    if error is not None and type(error) is not dict:
-        raise ValueError(f"error must be a JSON object (an error record), not {_describe(error)}")
+#: The records beside ``response`` that readers and replay take fields from by name, with
+#: the types of those fields: ``None`` (or absent) is always allowed.
+_RECORD_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
+    "error": {},
+    "stream": {"chunks": (list,), "truncated": (bool,)},
+    "http": {"headers": (dict,), "status_code": (int,)},
+    "mcp": {"type": (str,)},
+    "litellm": {},
+}
+
+_TYPE_WORDS = {list: "a JSON array", bool: "true or false", dict: "a JSON object", int: "an integer", str: "a string"}
+
+
+def _check_fields(body: dict[str, Any]) -> dict[str, Any]:
+    """The records a reader takes fields from by name are objects, and those fields have
+    their types: checked where the line is read, so a damaged step is a corrupt line,
+    never an AttributeError deep in a replay."""
+    for key, fields in _RECORD_FIELDS.items():
+        record = body.get(key)
+        if record is None:
+            continue
+        if type(record) is not dict:
+            what = " (an error record)" if key == "error" else ""
+            raise ValueError(f"{key} must be a JSON object{what}, not {_describe(record)}")
+        for field, types in fields.items():
+            value = record.get(field)
+            if value is not None and type(value) not in types:
+                raise ValueError(f"{key}.{field} must be {_TYPE_WORDS[types[0]]}, not {_describe(value)}")
     return body
 
 
@@ -572,7 +600,7 @@ def _parse_head(raw: bytes, *, complete: bool) -> dict[str, Any]:
     brackets = text.count("{", 0, stop) + text.count("[", 0, stop)
     if brackets > _safe.MAX_DEPTH and _safe.too_deep(head, _safe.MAX_DEPTH):
         raise _safe.depth_error()
-    return _check_error(head)
+    return _check_fields(head)
 
 
 def _whole_characters(chunk: bytes) -> bytes:
@@ -937,7 +965,7 @@ def _check_skeleton(data: dict[str, Any]) -> None:
     for key in ("ok", "live"):
         if key in data and type(data[key]) is not bool:
             raise ValueError(f"{key} must be true or false, not {_describe(data[key])}")
-    _check_error(data)
+    _check_fields(data)
 
 
 def check_line_fields(data: dict[str, Any]) -> None:

@@ -273,6 +273,9 @@ _CLOCK = re.compile(rb'"ts":[-+.0-9eE]+,"duration_ms":[-+.0-9eE]+,')
 _HEADER_CLOCK = ("created", "created_ts", "rewind_version")
 # The stub server's HTTP date header, recorded on SDK errors.
 _DATE = re.compile(rb'"date":"[^"]*"')
+# The decorated function that recorded a step, written since issue 35 (the corpus lines
+# predate it); it is never part of a call's identity, so old traces replay the same.
+_FUNCTION = re.compile(rb',"function":"[^"]*"')
 
 
 def comparable_lines(path: Path) -> list[bytes]:
@@ -283,7 +286,9 @@ def comparable_lines(path: Path) -> list[bytes]:
     header = json.loads(lines[0])
     for key in _HEADER_CLOCK:
         header.pop(key, None)
-    events = [_DATE.sub(b'"date":"-"', _CLOCK.sub(b'"ts":0,"duration_ms":0,', line)) for line in lines[1:]]
+    events = [
+        _FUNCTION.sub(b"", _DATE.sub(b'"date":"-"', _CLOCK.sub(b'"ts":0,"duration_ms":0,', line))) for line in lines[1:]
+    ]
     return [json.dumps(header, sort_keys=True).encode(), *events]
 
 

@@ -690,3 +690,97 @@ def test_loading_a_trace_imports_nothing_new(run_python, tmp_path: Path) -> None
     result = run_python(code)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+# -- every extra field a replay reads is validated where the line is read ---------------
+
+
+def record_openai_stream(path: Path, stub: Any) -> Path:
+    import openai
+
+    undo = rewind.patch_openai()
+    try:
+        client = openai.OpenAI(base_url=stub.openai_base_url, api_key="sk-test", max_retries=0)
+        with rewind.record(path):
+            list(
+                client.chat.completions.create(
+                    model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True
+                )
+            )
+    finally:
+        undo()
+    return path
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("stream", "1.5", "stream must be a JSON object"),
+        ("stream", '"chunks"', "stream must be a JSON object"),
+        ("stream", '{"chunks":7,"truncated":false}', "stream.chunks must be a JSON array"),
+        ("stream", '{"chunks":[],"truncated":"no"}', "stream.truncated must be true or false"),
+        ("http", "[1]", "http must be a JSON object"),
+    ],
+)
+def test_a_malformed_stream_or_http_record_is_a_corrupt_step_not_a_traceback(
+    tmp_path: Path, stub: Any, field: str, value: str, message: str
+) -> None:
+    # Found by the fuzz run (about one in three): "stream": <number> replayed into
+    # AttributeError: 'float' object has no attribute 'get' in the stream engine.
+    import openai
+
+    path = record_openai_stream(tmp_path / "run.rewind", stub)
+    lines = lines_of(path)
+    recorded = json.loads(lines[1])
+    request = recorded.pop("request")  # the writer's layout: the request comes last
+    recorded[field] = json.loads(value)
+    lines[1] = json.dumps({**recorded, "request": request}, separators=(",", ":"))
+    write_lines(path, lines)
+    for opener in (Trace.open, Trace.load):
+        with pytest.raises(TraceFormatError, match=message) as info:
+            read_everything(opener(path))
+        assert info.value.line == 2
+    undo = rewind.patch_openai()
+    try:
+        client = openai.OpenAI(base_url=stub.openai_base_url, api_key="sk-test", max_retries=0)
+        with pytest.raises(TraceFormatError, match=message), rewind.replay(path):
+            list(
+                client.chat.completions.create(
+                    model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True
+                )
+            )
+    finally:
+        undo()
+    result = invoke("show", "-v", str(path))
+    assert result.exit_code == 2 and message in result.output, result.output
+
+
+def test_recorded_chunks_a_span_summary_cannot_read_still_replay(tmp_path: Path, stub: Any) -> None:
+    # Found by the chaos fuzz (tests/chaos): a chunk whose choice index is 1e400 (infinity)
+    # made the span's response summary raise OverflowError into the agent's replay.
+    import openai
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from rewind.telemetry import TRACERS
+
+    if not TRACERS.uses_private_provider():
+        pytest.skip("a global SDK tracer provider is configured in this process")
+    path = record_openai_stream(tmp_path / "run.rewind", stub)
+    write_lines(path, [line.replace('"index":0', '"index":1e400') for line in lines_of(path)])
+    memory = InMemorySpanExporter()
+    TRACERS.private_provider().add_span_processor(SimpleSpanProcessor(memory))  # observed: summarized
+    undo = rewind.patch_openai()
+    try:
+        client = openai.OpenAI(base_url=stub.openai_base_url, api_key="sk-test", max_retries=0)
+        with rewind.replay(path):
+            chunks = list(
+                client.chat.completions.create(
+                    model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True
+                )
+            )
+        assert chunks and memory.get_finished_spans()
+    finally:
+        undo()
+        memory.clear()
+        memory.shutdown()  # the SDK cannot remove a processor; a shut-down exporter drops spans

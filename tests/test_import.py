@@ -384,3 +384,30 @@ def test_check_reports_a_missing_blob(tmp_path: Path) -> None:
     assert report.steps[0].problems[0].code == "blob_missing"
     out = CliRunner().invoke(cli, ["check", str(path), "--json"])
     assert out.exit_code == 1 and json.loads(out.output)["results"][0]["status"] == "not replayable"
+
+
+def test_a_gzip_whose_deflate_stream_is_damaged_is_a_corrupt_file_not_an_internal_error(tmp_path: Path) -> None:
+    # Found by the chaos fuzz (tests/chaos): zlib.error is not an OSError, and escaped as exit 3.
+    import gzip
+    import zlib
+
+    data = gzip.compress(b'{"resourceSpans":[]}\n' * 2000 + bytes(range(256)) * 40)
+    for at in range(20, len(data) - 20):
+        damaged = data[:at] + bytes([data[at] ^ 0x55]) + data[at + 1 :]
+        try:
+            gzip.decompress(damaged)
+        except zlib.error:
+            break
+        except (OSError, EOFError):
+            continue
+    else:
+        pytest.fail("no single-byte damage gave a zlib.error")
+    source = tmp_path / "spans.jsonl.gz"
+    source.write_bytes(damaged)
+    result = CliRunner().invoke(cli, ["--no-pager", "import", str(source), "-o", str(tmp_path / "out.rewind")])
+    assert result.exit_code == 2, result.output
+    assert "corrupt gzip" in result.output and "internal error" not in result.output
+    trace = tmp_path / "run.rewind.gz"
+    trace.write_bytes(damaged)
+    with pytest.raises(rewind.TraceFormatError, match="corrupt gzip archive"):
+        rewind.Trace.open(trace)

@@ -120,7 +120,8 @@ def test_on_step_fires_with_each_served_event(trace_path: Path) -> None:
 def test_ordered_replay_serves_by_position_with_a_drift_warning(trace_path: Path) -> None:
     with rewind.record(trace_path):
         model(prompt="one")
-    with pytest.warns(rewind.ReplayDriftWarning), rewind.replay(trace_path, match="ordered"):
+    # Its one step drifted: that is every step, so only tolerated drift ends well (issue 35).
+    with pytest.warns(rewind.ReplayDriftWarning), rewind.replay(trace_path, match="ordered", tolerate_drift=True):
         assert model(prompt="changed")["text"] == "reply to one"
 
 

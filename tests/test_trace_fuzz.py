@@ -379,34 +379,44 @@ def fuzz_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
             tracemalloc.stop()
 
 
+def write_case(
+    rng: random.Random, originals: dict[str, tuple[bytes, dict[str, bytes]]], fmt: str, work: Path
+) -> tuple[Path, Path]:
+    """One damaged trace in ``work`` (``fmt``: v1, v2 or gzip), beside its original: ``(path, original)``.
+
+    The chaos suite (tests/chaos/fuzz.py) draws its thousand cases with this too."""
+    which = fmt if fmt != "gzip" else rng.choice(["v1", "v2"])
+    source, blobs = originals[which]
+    original = work / "original.rewind"
+    original.write_bytes(source)
+    name = "run.rewind.gz" if fmt == "gzip" else "run.rewind"
+    path = work / name
+    data = mutate(rng, source)
+    if fmt == "gzip":
+        roll = rng.random()
+        if roll < 0.15:
+            data = gzip_bomb(rng, data)
+        else:
+            data = gzip.compress(data, mtime=0)
+            if roll < 0.4:
+                data = byte_noise(rng, data) if rng.random() < 0.5 else data[: rng.randrange(len(data))]
+    path.write_bytes(data)
+    for folder in {Path(f"{original}.blobs"), Path(f"{path}.blobs")} if blobs else ():
+        folder.mkdir(exist_ok=True)
+        for blob, content in blobs.items():
+            (folder / blob).write_bytes(content)
+    if blobs and rng.random() < 0.4:
+        damage_blobs(rng, Path(f"{path}.blobs"))
+    return path, original
+
+
 def fuzz(originals: dict[str, tuple[bytes, dict[str, bytes]]], tmp_path: Path, fmt: str, cases: int) -> None:
     for case in range(CASES or cases):
         seed = SEED + case
         rng = random.Random(f"{fmt}-{seed}")
-        which = fmt if fmt != "gzip" else rng.choice(["v1", "v2"])
-        source, blobs = originals[which]
         work = tmp_path / f"case{case}"
         work.mkdir()
-        original = work / "original.rewind"
-        original.write_bytes(source)
-        name = "run.rewind.gz" if fmt == "gzip" else "run.rewind"
-        path = work / name
-        data = mutate(rng, source)
-        if fmt == "gzip":
-            roll = rng.random()
-            if roll < 0.15:
-                data = gzip_bomb(rng, data)
-            else:
-                data = gzip.compress(data, mtime=0)
-                if roll < 0.4:
-                    data = byte_noise(rng, data) if rng.random() < 0.5 else data[: rng.randrange(len(data))]
-        path.write_bytes(data)
-        for folder in {Path(f"{original}.blobs"), Path(f"{path}.blobs")} if blobs else ():
-            folder.mkdir(exist_ok=True)
-            for blob, content in blobs.items():
-                (folder / blob).write_bytes(content)
-        if blobs and rng.random() < 0.4:
-            damage_blobs(rng, Path(f"{path}.blobs"))
+        path, original = write_case(rng, originals, fmt, work)
         started = time.monotonic()
         # A hang kills the run loudly (with every thread's traceback), not silently.
         faulthandler.dump_traceback_later(CASE_SECONDS * 6, exit=True, file=sys.__stderr__)

@@ -179,9 +179,9 @@ def test_compact_refuses_what_is_not_a_trace(tmp_path: Path) -> None:
 
 
 def test_events_built_in_memory_are_unaffected(tmp_path: Path) -> None:
-    event = Event(0, "tool", "t", "ab" * 32, {"q": 1}, {"a": 2}, extra={"stream": [1, 2]})
-    assert event.hydrated() is event and event.get("stream") == [1, 2] and event.get("request") == {"q": 1}
+    event = Event(0, "tool", "t", "ab" * 32, {"q": 1}, {"a": 2}, extra={"extra_record": [1, 2]})
+    assert event.hydrated() is event and event.get("extra_record") == [1, 2] and event.get("request") == {"q": 1}
     trace = Trace([event])
     trace.dump(tmp_path / "mem.rewind")
     again = Trace.open(tmp_path / "mem.rewind").events[0]
-    assert again.get("stream") == [1, 2] and again.response == {"a": 2} and again.request == {"q": 1}
+    assert again.get("extra_record") == [1, 2] and again.response == {"a": 2} and again.request == {"q": 1}

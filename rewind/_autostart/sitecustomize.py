@@ -44,12 +44,53 @@ def _start() -> None:
         os._exit(2)
     try:
         if owned_elsewhere():
+            _watch_unrecorded_child()
             return  # a subprocess of the program that owns this session
         autostart()
     except Exception as exc:
         from rewind.bootstrap import fail_start
 
         fail_start(exc)
+
+
+#: The modules of the SDKs rewind instruments (rewind.integrations; a test keeps them equal).
+SDK_MODULES = frozenset(
+    {
+        "openai",
+        "anthropic",
+        "litellm",
+        "groq",
+        "together",
+        "fireworks",
+        "mcp",
+        "mistralai",
+        "cohere",
+        "google.genai",
+        "xai_sdk",
+        "botocore",
+    }
+)
+
+
+def _watch_unrecorded_child() -> None:
+    """At exit, a subprocess that used an SDK or rewind says its calls were not recorded.
+
+    Importing rewind costs seconds, so it happens only when this process has something
+    to say (rewind.nothing_recorded.report_unrecorded_child)."""
+    import atexit
+
+    mode = "record" if os.environ.get("REWIND_RECORD") else "replay"
+
+    def report() -> None:
+        if "rewind.decorators" not in sys.modules and SDK_MODULES.isdisjoint(sys.modules):
+            return
+        try:
+            from rewind.nothing_recorded import report_unrecorded_child
+        except Exception:
+            return
+        report_unrecorded_child(mode)
+
+    atexit.register(report)
 
 
 _chain()

@@ -146,6 +146,9 @@ def run() -> None:
     bootstrap.exit_status_applied_late = True
     try:
         if owned_elsewhere():
+            from rewind.nothing_recorded import watch_unrecorded_child
+
+            watch_unrecorded_child(variable.removeprefix("REWIND_").lower())
             return  # a subprocess of the program that owns this session
     except Exception as exc:  # a stale or copied REWIND_SESSION_PID
         fail_start(exc)

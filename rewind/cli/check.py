@@ -51,6 +51,8 @@ def command(ctx: click.Context, trace_path: str, as_json: bool, strict: bool) ->
         counts = report.to_dict()["counts"]
         summary = ", ".join(f"{n} {status}" for status, n in counts.items()) or "no steps"
         verdict = "replayable" if report.replayable else "NOT fully replayable"
+        if report.incomplete is not None:
+            lines.append(out.style("incomplete:", fg="red") + f" {inert(report.incomplete)}; re-record the run")
         lines.append(f"{inert(trace_path)}: {len(report.steps)} step(s), {summary}: {verdict}")
         out.emit("\n".join(lines))
     failed = not report.replayable or (strict and not report.clean)

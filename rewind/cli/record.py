@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from .. import scratch, summary
+from .. import nothing_recorded, scratch, summary
 from ._common import CliError
 from ._run import CHILD_CONTEXT, Outcome, check_callable_spec, check_command, finish, run_child
 
@@ -123,7 +123,7 @@ def command(
     elif upstreams:
         raise CliError("--upstream applies to --proxy")
     else:
-        outcome = run_child(argv, session)
+        outcome = _failed_before_first_call(Path(target), run_child(argv, session))
     kept = _settle(Path(target), Path(path), outcome, previous=previous, force=force)
     kept_shown = str(scratch.failed_path(Path(trace_path))) if kept else None
 
@@ -138,6 +138,23 @@ def command(
         )
 
     finish(ctx, outcome, summary=report, quiet=quiet and kept_shown is None)
+
+
+def _failed_before_first_call(target: Path, outcome: Outcome) -> Outcome:
+    """A program that failed before its first call leaves a trace marked incomplete, never one
+    that reads as a finished run without calls (its own exit hook marks it when it can; a
+    program killed or ended by os._exit/sys.exit is marked here)."""
+    status = outcome.status or {}
+    if outcome.returncode == 0 or status.get("recorded") or status.get("incomplete"):
+        return outcome
+    cause = f"it exited with status {outcome.returncode}"
+    if not target.exists() or not nothing_recorded.mark_incomplete(str(target), cause):
+        return outcome
+    reason = f"{nothing_recorded.FAILED_BEFORE_FIRST_CALL} ({cause})"
+    if outcome.status is None:
+        click.echo(f"rewind: {reason}; the trace it left is marked incomplete", err=True)
+        return outcome
+    return Outcome(outcome.returncode, {**status, "incomplete": reason, "nothing": None})
 
 
 def _settle(scratch_file: Path, path: Path, outcome: Outcome, *, previous: bool, force: bool) -> bool:

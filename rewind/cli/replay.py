@@ -39,6 +39,11 @@ def _same_path(a: str, b: str) -> bool:
     help="Fail when the run ends with recorded steps never served.",
 )
 @click.option(
+    "--tolerate-drift",
+    is_flag=True,
+    help="With --match ordered: succeed even when every served step drifted from its recording.",
+)
+@click.option(
     "--break-at",
     type=click.IntRange(min=0),
     metavar="STEP",
@@ -110,6 +115,7 @@ def command(
     trace_path: str,
     match: str,
     require_full_consumption: bool,
+    tolerate_drift: bool,
     break_at: int | None,
     fork_at: int | None,
     save_as: str | None,
@@ -138,7 +144,8 @@ def command(
 
     \b
     Exit status: CMD's own; 1 when CMD succeeded but the replay diverged (or
-    left steps unserved with --require-full-consumption); 2 bad usage or input.
+    left steps unserved with --require-full-consumption, or, with --match
+    ordered, drifted on every step it served); 2 bad usage or input.
     """
     check_runs_options(many)
     if many["runs"] is not None and save_as is not None:
@@ -167,6 +174,8 @@ def command(
         raise CliError("--save-as needs --fork-at STEP (the step where the run goes live) or --live CALLS")
     if fork_at is not None and require_full_consumption:
         raise CliError("--require-full-consumption applies to a plain replay, not to --fork-at")
+    if tolerate_drift and (match != "ordered" or fork_at is not None):
+        raise CliError("--tolerate-drift applies to a plain replay with --match ordered")
     if fork_at is not None and break_at is not None:
         raise CliError("--break-at applies to a plain replay, not to --fork-at")
     check_callable_spec("--redact", redact)
@@ -211,6 +220,8 @@ def command(
     session = {"REWIND_REPLAY": os.path.abspath(trace_path), "REWIND_MATCH": match, **policy.environment()}
     if require_full_consumption:
         session["REWIND_REQUIRE_FULL_CONSUMPTION"] = "1"
+    if tolerate_drift:
+        session["REWIND_TOLERATE_DRIFT"] = "1"
     if break_at is not None:
         session["REWIND_BREAK_AT"] = str(break_at)
     if fork_at is not None:

@@ -8,6 +8,7 @@ import click
 
 from .._escape import inert, inert_value
 from .._preview import clip, compact, model_of, outcome, request_preview
+from ..nothing_recorded import incomplete_reason
 from ..trace import Event, Trace
 from ..what_if.provenance import edit_provenance, hybrid_provenance
 from ._common import Output, get_output, is_terminal, open_trace, width
@@ -46,6 +47,9 @@ def header_lines(trace: Trace, out: Output) -> list[str]:
     hybrid = hybrid_provenance(trace)
     if hybrid:
         lines.append(inert("this run " + hybrid))
+    incomplete = incomplete_reason(head)
+    if incomplete is not None:
+        lines.append(out.style("incomplete:", fg="red") + f" {compact(incomplete, 300)}; re-record the run")
     if trace.torn_tail:
         lines.append(
             out.style("note:", fg="yellow")

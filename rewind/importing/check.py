@@ -18,9 +18,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TraceFormatError
+from ..function_names import same_function
+from ..nothing_recorded import incomplete_reason
 from ..trace import Event, Trace
 from .build import IMPORTED
-from .model import BLOB_MISSING, CONTENT_MISSING, UNREADABLE, UNREVIVABLE, Problem
+from .model import BLOB_MISSING, CONTENT_MISSING, SHARED_NAME, UNREADABLE, UNREVIVABLE, Problem
 
 #: Step names whose responses are checked against the SDK type the instrumentor revives.
 _RESPONSE_TYPES = {
@@ -59,10 +61,12 @@ class StepCheck:
 class CheckReport:
     path: str
     steps: list[StepCheck]
+    #: Why the recording is incomplete (its program failed before its first call), if it is.
+    incomplete: str | None = None
 
     @property
     def replayable(self) -> bool:
-        return all(step.status != "not replayable" for step in self.steps)
+        return self.incomplete is None and all(step.status != "not replayable" for step in self.steps)
 
     @property
     def clean(self) -> bool:
@@ -75,6 +79,7 @@ class CheckReport:
         return {
             "path": self.path,
             "replayable": self.replayable,
+            "incomplete": self.incomplete,
             "steps": len(self.steps),
             "counts": counts,
             "results": [step.to_dict() for step in self.steps],
@@ -84,7 +89,39 @@ class CheckReport:
 def check_trace(path: str) -> CheckReport:
     """Check every step of the trace at ``path`` (``TraceFormatError`` if it is not a trace)."""
     trace = Trace.open(path)
-    return CheckReport(path, [check_event(event) for event in trace.events])
+    steps = [check_event(event) for event in trace.events]
+    _check_shared_names(trace.events, steps)
+    return CheckReport(path, steps, incomplete_reason(trace.header))
+
+
+def _check_shared_names(events: list[Event], steps: list[StepCheck]) -> None:
+    """Steps of one (kind, name) recorded by different functions: a replay serves either's
+    answer to both (the name is the identity), so each such step says whose it was."""
+    functions: dict[tuple[str, str], dict[str, int]] = {}
+    recorded_by: list[str | None] = []
+    for event, step in zip(events, steps):
+        function = None
+        if not any(p.code in (UNREADABLE, BLOB_MISSING) for p in step.problems):
+            value = event.get("function")
+            function = value if isinstance(value, str) else None
+        recorded_by.append(function)
+        if function is not None:
+            functions.setdefault((event.kind, event.name), {}).setdefault(function, event.seq)
+    for event, step, function in zip(events, steps, recorded_by):
+        owners = functions.get((event.kind, event.name), {})
+        others = ", ".join(
+            f"{name} (step {seq})" for name, seq in owners.items() if function and not same_function(name, function)
+        )
+        if not others:
+            continue
+        step.problems.append(
+            Problem(
+                SHARED_NAME,
+                f"recorded by {function}, but {others} also recorded under the name {event.name!r}: a replay "
+                "cannot tell their calls apart and serves either's answer to both. Give each its own name=",
+                blocking=False,
+            )
+        )
 
 
 def check_event(event: Event) -> StepCheck:

@@ -21,6 +21,7 @@ UNREVIVABLE = "unrevivable"
 BLOB_MISSING = "blob_missing"
 DIGEST_MISMATCH = "digest_mismatch"
 UNREADABLE = "unreadable"
+SHARED_NAME = "shared_name"
 
 
 @dataclass

@@ -29,6 +29,7 @@ import io
 import json
 import math
 import os
+import zlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -86,7 +87,7 @@ def read_bytes(path: str) -> bytes:
                     if out.tell() + len(chunk) > max_bytes:
                         raise archive_too_big(path, max_bytes)
                     out.write(chunk)
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:  # zlib.error: a damaged deflate stream
             raise TelemetryError(f"{path}: corrupt gzip ({exc})") from None
         return out.getvalue()
 
