@@ -111,8 +111,17 @@ class RecordEngine:
 class ReplayEngine:
     """Serves the recorded chunks of one event, then its recorded end."""
 
-    def __init__(self, call: Call, surface: Surface, event: Event, revive_chunk: Callable[[Any], Any]) -> None:
+    def __init__(
+        self,
+        call: Call,
+        surface: Surface,
+        event: Event,
+        revive_chunk: Callable[[Any], Any],
+        revive_error: Callable[[Event], BaseException] | None = None,
+    ) -> None:
         self.call = call
+        #: How the recorded error is raised again (the invocation binds it to its request).
+        self.revive_error = revive_error or (lambda e: surface.provider.revive_error(e.error or {}, e.seq))
         self.surface = surface
         self.event = event
         stream = event.get("stream") or {}
@@ -136,8 +145,7 @@ class ReplayEngine:
         event = self.event
         if not event.ok and complete:
             # The live stream failed here: the agent sees the same error after the same chunks.
-            error = self.surface.provider.revive_error(event.error or {}, event.seq)
-            self.call.raise_recorded_error(event, error)
+            self.call.raise_recorded_error(event, self.revive_error(event))
         provider = self.surface.provider
         summary = provider.stream_summary(self.surface, self.chunks)
         self.call.end_replayed(provider.response_attributes(self.surface, summary))
@@ -323,6 +331,10 @@ class _RawBase(wrapt.ObjectProxy):
         self._self_streaming = streaming
         self._self_is_async = is_async
         self._self_stream: Any = None
+        if streaming:
+            # A streamed body is recorded chunk by chunk; its status and headers are kept beside it.
+            http = wrapped.http_response
+            engine.extra["http"] = {"status_code": int(http.status_code), "headers": keep_headers(http.headers)}
 
     def _adopt(self, parsed: Any, to: Any) -> Any:
         kit = self._self_engine.surface.provider.kit

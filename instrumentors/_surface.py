@@ -88,14 +88,14 @@ from urllib.parse import urlsplit
 
 import wrapt
 
-from rewind._http_error import without_secrets
+from rewind._http_error import bind_request, without_secrets
 from rewind.core import Call, begin_call
 from rewind.errors import PatchGapWarning, RedactionError, ReviveFallbackWarning, TraceWriteError
 from rewind.session import current_session, warn_if_threadless
 
 from ._errors import error_record, revive_error
 from ._kit import Kit
-from ._stainless import SDKKit, dump_model, resolve, sse_bytes
+from ._stainless import SDKKit, dump_model, has_extras, resolve, sse_bytes
 from ._streams import NESTED as _NESTED
 from ._streams import AsyncRaw, RecordEngine, ReplayEngine, SyncRaw, stream_proxy
 
@@ -287,8 +287,12 @@ class Provider:
             # The SDK's strict-validation parse: identical models for well-formed payloads, and
             # an order of magnitude faster than the lenient parser below, which is what the SDK
             # falls back to by default and what serves anything that does not validate.
+            # A field the class does not declare (a vendor's extension) is where the two parsers
+            # part (``model_fields_set``): such a payload takes the SDK's own path below.
             try:
-                return validate_type(type_=type_, value=data)
+                validated = validate_type(type_=type_, value=data)
+                if not has_extras(validated):
+                    return validated
             except Exception:
                 pass
         try:
@@ -506,17 +510,31 @@ class _Invocation:
             synthesized = with_stream(event, self.kwargs)
             if synthesized is not None:
                 event, stream_record = synthesized, synthesized.get("stream")
-        if not event.ok and stream_record is None:
-            call.raise_recorded_error(event, provider.revive_error(event.error or {}, event.seq))
         client = getattr(self.instance, "_client", None)
+        if not event.ok and stream_record is None:
+            call.raise_recorded_error(event, self.revive_error(event))
         url = _url(client, surface.path)
         result_type = provider.type_of(surface.result)
         if stream_record is not None:
-            engine = ReplayEngine(call, surface, event, lambda chunk: provider.revive_chunk(surface, chunk))
+            engine = ReplayEngine(
+                call,
+                surface,
+                event,
+                lambda chunk: provider.revive_chunk(surface, chunk),
+                revive_error=self.revive_error,
+            )
             body = b""
+            http = event.get("http") or {}  # a raw wrapper's status and headers, as the server sent them
             if self.raw_mode is not None:
                 body = sse_bytes(engine.chunks, named=surface.sse_named, done=surface.sse_done)
-            fake = kit.fake_response(url=url, body=body, raw_mode=self.raw_mode, content_type="text/event-stream")
+            fake = kit.fake_response(
+                url=url,
+                status_code=int(http.get("status_code") or 200),
+                headers=http.get("headers"),
+                body=body,
+                raw_mode=self.raw_mode,
+                content_type="text/event-stream",
+            )
             chunk_type = provider.type_of(surface.chunk)
             sdk_stream = kit.stream_object(
                 is_async=surface.is_async, chunk_type=chunk_type, client=client, response=fake
@@ -537,9 +555,12 @@ class _Invocation:
         data = event.response
         revived = provider.revive(surface, data, self.kwargs)
         http = event.get("http") or {}
-        request_id = event.get("request_id") or (http.get("headers") or {}).get("x-request-id")
+        headers = http.get("headers") or {}
+        request_id = event.get("request_id") or headers.get("x-request-id") or headers.get("request-id")
         if isinstance(request_id, str):
             _set_private(revived, "_request_id", request_id)
+        elif kit.base_model is not None and isinstance(revived, kit.base_model):
+            _set_private(revived, "_request_id", None)  # as the SDK stamps a response that carried none
         attributes = provider.response_attributes(surface, data) if call.annotating else None
         if self.raw_mode is None:
             call.end_replayed(attributes)
@@ -563,6 +584,34 @@ class _Invocation:
         )
         call.end_replayed(attributes)
         return wrapper
+
+    def revive_error(self, event: Any) -> BaseException:
+        """The recorded error, its HTTP response bound to the request the SDK sent (``bind_request``)."""
+        provider = self.surface.provider
+        error = provider.revive_error(event.error or {}, event.seq)
+        method, url = self.request_target()
+        return bind_request(error, provider.kit.httpx, method, url, provider.kit.request_errors)
+
+    def request_target(self) -> tuple[str, str]:
+        """The method and URL this call went to: what the SDK's own request builder makes of
+        its endpoint (an Azure deployment path, a default query), or base URL plus path."""
+        client = getattr(self.instance, "_client", None)
+        options = getattr(self.surface.provider.kit, "final_request_options", None)
+        build = getattr(client, "_build_request", None)
+        if options is not None and callable(build):
+            model = self.kwargs.get("model")
+            try:
+                request = build(
+                    options.construct(
+                        method="post",
+                        url=self.surface.path,
+                        json_data={"model": model} if isinstance(model, str) else {},
+                    )
+                )
+                return str(request.method), str(request.url)
+            except Exception:  # a builder that needs more (signing credentials …): the plain join
+                pass
+        return "POST", _url(client, self.surface.path)
 
     def _wrapper_class(self) -> Any:
         kit = self.surface.provider.kit

@@ -44,12 +44,13 @@ def _request_id(model: Any) -> Any:
 def _http_request(request: Any) -> Any:
     try:
         return {"method": request.method, "url": str(request.url)}
-    except Exception as exc:  # noqa: BLE001 - what the agent would meet is the observation
+    except Exception as exc:
         return f"{type(exc).__name__}: {exc}"
 
 
-def _headers(headers: Any) -> list[tuple[str, str]]:
-    return sorted((str(k).lower(), str(v)) for k, v in headers.multi_items())
+def _headers(headers: Any) -> dict[str, str]:
+    """Each header as ``headers[name]`` reads it (repeated lines joined, as httpx joins them)."""
+    return {str(name).lower(): headers[name] for name in sorted(set(headers.keys()))}
 
 
 def observe_model(model: Any) -> Any:

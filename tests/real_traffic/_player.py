@@ -142,7 +142,7 @@ class Player:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 self.rfile.read(length)
                 player.requests.append((self.command, self.path))

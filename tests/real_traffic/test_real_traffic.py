@@ -77,7 +77,7 @@ def _run(interaction: Interaction, base_url: str, mode: str) -> Any:
                 return await aobserve(response)
 
         return asyncio.run(streaming())
-    except Exception as exc:  # noqa: BLE001 - a provider error is an outcome to compare
+    except Exception as exc:
         return observe_error(exc)
 
 
