@@ -190,12 +190,18 @@ class ClosingResponse(wrapt.ObjectProxy):
 
 
 class SyncStream(wrapt.ObjectProxy):
-    """A ``Stream`` that records (live) or serves (replay) what the agent iterates."""
+    """A ``Stream`` that records (live) or serves (replay) what the agent iterates.
 
-    def __init__(self, wrapped: Any, engine: Engine) -> None:
+    ``items`` is where the live items come from when the stream is only iterable (botocore's
+    ``EventStream`` has ``__iter__`` alone): the proxy still stands where the SDK's object
+    stood, so ``isinstance`` and its own methods hold.
+    """
+
+    def __init__(self, wrapped: Any, engine: Engine, items: Iterator[Any] | None = None) -> None:
         super().__init__(wrapped)
         self._self_engine = engine
         self._self_response: Any = None
+        self._self_items = items
 
     def __iter__(self) -> Iterator[Any]:
         return self
@@ -205,11 +211,11 @@ class SyncStream(wrapt.ObjectProxy):
         if isinstance(engine, ReplayEngine):
             return engine.next_item()
         if engine.finished:
-            return self.__wrapped__.__next__()  # read on after close(): the SDK decides what happens
+            return self._pull()  # read on after close(): the SDK decides what happens
         token = NESTED.set(True)  # a lazy SDK stream sends its request on the first read
         try:
             with engine.call.activate():
-                item = self.__wrapped__.__next__()
+                item = self._pull()
         except StopIteration:
             engine.finish(complete=True)
             raise
@@ -219,6 +225,10 @@ class SyncStream(wrapt.ObjectProxy):
         finally:
             NESTED.reset(token)
         return engine.take(item)
+
+    def _pull(self) -> Any:
+        items = self._self_items
+        return items.__next__() if items is not None else self.__wrapped__.__next__()
 
     def __enter__(self) -> SyncStream:
         return self
@@ -315,8 +325,8 @@ class AsyncStream(wrapt.ObjectProxy):
         _finish_quietly(self._self_engine, complete=False)
 
 
-def stream_proxy(wrapped: Any, engine: Engine, *, is_async: bool) -> Any:
-    return AsyncStream(wrapped, engine) if is_async else SyncStream(wrapped, engine)
+def stream_proxy(wrapped: Any, engine: Engine, *, is_async: bool, items: Iterator[Any] | None = None) -> Any:
+    return AsyncStream(wrapped, engine) if is_async else SyncStream(wrapped, engine, items)
 
 
 # --------------------------------------------------------------------------- raw wrappers (live)

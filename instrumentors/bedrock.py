@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from rewind.replayed_error import decode_error, replayed_class
@@ -113,19 +113,21 @@ _SAMPLING = (
 )
 
 
-class _Events:
-    """An event stream's events one at a time: what the shared stream proxies drive."""
+class _NoEvents:
+    """The raw body of a replayed event stream: its events come from the trace, not from here."""
 
-    def __init__(self, stream: Any = None) -> None:
-        self.stream = stream
-        self._events = iter(stream) if stream is not None else iter(())
-
-    def __next__(self) -> Any:
-        return next(self._events)
+    def stream(self) -> Iterator[bytes]:
+        return iter(())
 
     def close(self) -> None:
-        if self.stream is not None:
-            self.stream.close()
+        pass
+
+
+def _replayed_event_stream(operation: str) -> Any:
+    """A real (never read) ``botocore.eventstream.EventStream``, so ``isinstance`` holds on replay."""
+    from botocore.eventstream import EventStream
+
+    return EventStream(_NoEvents(), None, None, operation)
 
 
 class BedrockProvider(Provider):
@@ -314,7 +316,8 @@ class _BedrockInvocation(_Invocation):
         if stream_key is not None:
             engine = RecordEngine(call, surface)
             engine.extra.update(extra or {})
-            result[stream_key] = stream_proxy(_Events(result[stream_key]), engine, is_async=False)
+            live = result[stream_key]
+            result[stream_key] = stream_proxy(live, engine, is_async=False, items=iter(live))
             return result
         data = {k: v for k, v in result.items() if k not in ("ResponseMetadata", "body")}
         if "body" in result:
@@ -336,7 +339,7 @@ class _BedrockInvocation(_Invocation):
         stream_key = _OPERATIONS[surface.path[1:]][2]
         if stream_record is not None and stream_key is not None:
             engine = ReplayEngine(call, surface, event, lambda chunk: provider.revive_chunk(surface, chunk))
-            result[stream_key] = stream_proxy(_Events(), engine, is_async=False)
+            result[stream_key] = stream_proxy(_replayed_event_stream(surface.path[1:]), engine, is_async=False)
             if stream_key == "body":
                 result["contentType"] = "application/json"
             return result
