@@ -55,6 +55,9 @@ class Kit:
         return None
 
     # -- replay --------------------------------------------------------------------
+    def stamp_response(self, obj: Any, request_id: str | None) -> None:
+        """Stamp a top-level response (a ``base_model``) with its ids; SDKs without ids have none."""
+
     def parse(self, type_: Any, data: Any) -> Any:
         """A recorded payload as the SDK's type (``NativeProvider`` revival); raises if it cannot."""
         return type_.model_validate(data)

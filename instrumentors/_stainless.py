@@ -56,10 +56,11 @@ class SDKKit(Kit):
         self.final_request_options: Any = _optional(f"{package}._models", "FinalRequestOptions")
         # The SDK stamps every top-level response with its request id (None when the response
         # carried none) only where it has this helper; elsewhere a missing id is an AttributeError.
-        stamps = _optional(f"{package}._models", "add_request_id") or _optional(
-            f"{package}._models", "add_response_ids"
-        )
-        self.base_model: Any = _optional(f"{package}._models", "BaseModel") if stamps is not None else None
+        models = f"{package}._models"
+        self._add_request_id: Any = _optional(models, "add_request_id")
+        self._add_response_ids: Any = _optional(models, "add_response_ids")
+        stamps = self._add_request_id is not None or self._add_response_ids is not None
+        self.base_model: Any = _optional(models, "BaseModel") if stamps else None
         error = _optional(f"{package}._exceptions", "APIError")
         #: The SDK's errors that always hold the request they failed on (``e.request``).
         self.request_errors: tuple[type, ...] = (error,) if isinstance(error, type) else ()
@@ -104,6 +105,13 @@ class SDKKit(Kit):
         return None
 
     # -- building SDK objects for replay ---------------------------------------------
+    def stamp_response(self, obj: Any, request_id: str | None) -> None:
+        """Give a top-level response its ids with the SDK's own helper, as its parse() does."""
+        if self._add_response_ids is not None:
+            self._add_response_ids(obj, request_id=request_id, workspace_id=None)
+        elif self._add_request_id is not None:
+            self._add_request_id(obj, request_id)
+
     def fake_response(
         self,
         *,

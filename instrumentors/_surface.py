@@ -557,10 +557,11 @@ class _Invocation:
         http = event.get("http") or {}
         headers = http.get("headers") or {}
         request_id = event.get("request_id") or headers.get("x-request-id") or headers.get("request-id")
-        if isinstance(request_id, str):
+        if kit.base_model is not None and isinstance(revived, kit.base_model):
+            # The SDK's own stamp: None where the response carried no id, as live.
+            kit.stamp_response(revived, request_id if isinstance(request_id, str) else None)
+        elif isinstance(request_id, str):
             _set_private(revived, "_request_id", request_id)
-        elif kit.base_model is not None and isinstance(revived, kit.base_model):
-            _set_private(revived, "_request_id", None)  # as the SDK stamps a response that carried none
         attributes = provider.response_attributes(surface, data) if call.annotating else None
         if self.raw_mode is None:
             call.end_replayed(attributes)

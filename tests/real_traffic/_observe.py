@@ -60,6 +60,7 @@ def observe_model(model: Any) -> Any:
             "dump": model.model_dump(mode="json"),
             "fields_set": fields_set(model),
             "request_id": _request_id(model),
+            "workspace_id": getattr(model, "_workspace_id", "<none>"),  # anthropic's second id
         }
     return {"type": _type(model), "value": repr(model)}
 
