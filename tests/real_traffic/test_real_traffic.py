@@ -94,6 +94,11 @@ def test_the_corpus_is_large_and_varied() -> None:
     assert {i.sdk for i in CORPUS} == {"openai", "anthropic", "groq"}
     assert {i.endpoint for i in CORPUS} == {"/chat/completions", "/responses", "/embeddings", "/messages"}
     assert any(i.streamed for i in CORPUS) and any(i.status >= 400 for i in CORPUS)
+    # OpenAI-compatible servers' extensions, which the SDK exposes live as extra fields:
+    # reasoning text (DeepSeek, OpenRouter), vendor usage and timing (OpenRouter, Cerebras).
+    bodies = b"".join(i.body for i in CORPUS if i.host != "api.openai.com")
+    for field in (b'"reasoning_content"', b'"reasoning_details"', b'"cost"', b'"time_info"'):
+        assert field in bodies, field
 
 
 @pytest.mark.parametrize(
