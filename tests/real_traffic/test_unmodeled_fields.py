@@ -21,7 +21,8 @@ import rewind
 
 openai = pytest.importorskip("openai")
 
-FILTERS = {category: {"filtered": False, "severity": "safe"} for category in ("hate", "self_harm", "sexual", "violence")}
+CATEGORIES = ("hate", "self_harm", "sexual", "violence")
+FILTERS = {category: {"filtered": False, "severity": "safe"} for category in CATEGORIES}
 COMPLETION = {
     "id": "chatcmpl-azure-1",
     "object": "chat.completion",
