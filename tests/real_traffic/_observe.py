@@ -9,6 +9,7 @@ part, as ``path: live != replay`` lines.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -103,7 +104,8 @@ async def aobserve(result: Any) -> Any:
     """An async call's result, read to the end."""
     if hasattr(result, "http_response"):
         seen = _raw(result)
-        seen["parsed"] = await aobserve(await result.parse())
+        parsed = result.parse()  # a coroutine on async streaming responses, a value on raw ones
+        seen["parsed"] = await aobserve(await parsed if inspect.isawaitable(parsed) else parsed)
         return seen
     if isinstance(result, AsyncIterator) or hasattr(result, "__anext__"):
         return {"type": _type(result), "chunks": [observe_model(chunk) async for chunk in result]}

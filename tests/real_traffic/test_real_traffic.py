@@ -4,8 +4,9 @@ Each interaction of the corpus (``tests/fixtures/real_traffic``, responses recor
 the real APIs by other projects) is served on loopback to the real SDK while rewind
 records; then the server stops, rewind replays the same call, and everything the agent
 could see of the outcome (``_observe``) must be the same, live and replayed. The call is
-made in one of four ways, in turn: plain (sync and async), ``with_raw_response`` and
-``with_streaming_response`` (async), so every way of reading a response meets real bytes.
+made in one of six ways, in turn: plain, ``with_raw_response`` and
+``with_streaming_response``, each sync and async, so every way of reading a response meets
+real bytes.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from _player import Interaction, Player, interactions
 import rewind
 
 CORPUS = list(interactions())
-MODES = ("sync", "async", "raw", "streaming")
+MODES = ("sync", "async", "raw", "streaming", "async_raw", "sync_streaming")
 API_KEY = "sk-real-traffic-SECRET"
 
 
@@ -57,7 +58,7 @@ def _arguments(create: Callable[..., Any], body: dict[str, Any]) -> dict[str, An
 
 def _run(interaction: Interaction, base_url: str, mode: str) -> Any:
     """Make the recorded call through the SDK and observe everything its outcome shows."""
-    client = _client(interaction, base_url, is_async=mode in ("async", "streaming"))
+    client = _client(interaction, base_url, is_async=mode in ("async", "streaming", "async_raw"))
     resource = _resource(client, interaction)
     kwargs = _arguments(resource.create, interaction.request)
     try:
@@ -65,10 +66,14 @@ def _run(interaction: Interaction, base_url: str, mode: str) -> Any:
             return observe(resource.create(**kwargs))
         if mode == "raw":
             return observe(resource.with_raw_response.create(**kwargs))
-        if mode == "async":
+        if mode == "sync_streaming":
+            with resource.with_streaming_response.create(**kwargs) as response:
+                return observe(response)
+        if mode in ("async", "async_raw"):
+            create = resource.with_raw_response.create if mode == "async_raw" else resource.create
 
             async def plain() -> Any:
-                return await aobserve(await resource.create(**kwargs))
+                return await aobserve(await create(**kwargs))
 
             return asyncio.run(plain())
 
