@@ -32,9 +32,11 @@ SDK_OF_HOST = {
     "api.z.ai": "openai",
     "api.groq.com": "groq",
     "api.anthropic.com": "anthropic",
+    "api.mistral.ai": "mistral",
+    "api.cohere.com": "cohere",
 }
 #: Endpoints (by the end of their path) the harness knows how to call.
-ENDPOINTS = ("/chat/completions", "/responses", "/embeddings", "/messages")
+ENDPOINTS = ("/chat/completions", "/responses", "/embeddings", "/messages", "/v2/chat")
 #: Headers that describe one transfer of the body, not the response: the player sets its own.
 _TRANSFER = frozenset({"content-length", "transfer-encoding", "content-encoding", "connection"})
 

@@ -56,8 +56,42 @@ def _arguments(create: Callable[..., Any], body: dict[str, Any]) -> dict[str, An
     return kwargs
 
 
+def _native(interaction: Interaction, base_url: str, is_async: bool) -> Any:
+    """Mistral's and Cohere's SDKs (no raw-response wrappers): the plain call, sync or async."""
+    body = dict(interaction.request)
+    stream = bool(body.pop("stream", False))
+    if interaction.sdk == "mistral":
+        try:
+            from mistralai.client import Mistral
+        except ImportError:  # mistralai 1.x
+            from mistralai import Mistral  # type: ignore[attr-defined,no-redef,unused-ignore]
+        owner: Any = Mistral(api_key=API_KEY, server_url=base_url).chat
+        name = ("stream" if stream else "complete") + ("_async" if is_async else "")
+    else:
+        cohere = pytest.importorskip("cohere")
+        owner = (cohere.AsyncClientV2 if is_async else cohere.ClientV2)(api_key=API_KEY, base_url=base_url)
+        name = "chat_stream" if stream else "chat"
+    method = getattr(owner, name)
+    # The class's own signature (cohere's bound methods show ``*args, **kwargs``).
+    accepted = inspect.signature(getattr(type(owner), name)).parameters
+    kwargs = {k: v for k, v in body.items() if k in accepted}  # these SDKs take no extra_body
+    try:
+        if not is_async:
+            return observe(method(**kwargs))
+
+        async def call() -> Any:
+            result = method(**kwargs)
+            return await aobserve(await result if inspect.isawaitable(result) else result)
+
+        return asyncio.run(call())
+    except Exception as exc:
+        return observe_error(exc)
+
+
 def _run(interaction: Interaction, base_url: str, mode: str) -> Any:
     """Make the recorded call through the SDK and observe everything its outcome shows."""
+    if interaction.sdk in ("mistral", "cohere"):
+        return _native(interaction, base_url, is_async=mode in ("async", "streaming", "async_raw"))
     client = _client(interaction, base_url, is_async=mode in ("async", "streaming", "async_raw"))
     resource = _resource(client, interaction)
     kwargs = _arguments(resource.create, interaction.request)
@@ -90,14 +124,14 @@ def _run(interaction: Interaction, base_url: str, mode: str) -> Any:
 def patched() -> Any:
     from rewind.integrations import patched
 
-    with patched("openai", "anthropic", "groq"):
+    with patched("openai", "anthropic", "groq", "mistral", "cohere"):
         yield
 
 
 def test_the_corpus_is_large_and_varied() -> None:
     assert len(CORPUS) >= 150
-    assert {i.sdk for i in CORPUS} == {"openai", "anthropic", "groq"}
-    assert {i.endpoint for i in CORPUS} == {"/chat/completions", "/responses", "/embeddings", "/messages"}
+    assert {i.sdk for i in CORPUS} == {"openai", "anthropic", "groq", "mistral", "cohere"}
+    assert {i.endpoint for i in CORPUS} == {"/chat/completions", "/responses", "/embeddings", "/messages", "/v2/chat"}
     assert any(i.streamed for i in CORPUS) and any(i.status >= 400 for i in CORPUS)
     # OpenAI-compatible servers' extensions, which the SDK exposes live as extra fields:
     # reasoning text (DeepSeek, OpenRouter), vendor usage and timing (OpenRouter, Cerebras).
