@@ -30,6 +30,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from rewind._http_error import keep_headers
 from rewind.replayed_error import decode_error, replayed_class
 
 from ._instrumentor import SurfaceInstrumentor
@@ -294,12 +295,29 @@ def _service(client: Any) -> str | None:
 
 
 def _metadata(request_id: Any, status: int = 200) -> dict[str, Any]:
+    """``ResponseMetadata`` of a step recorded before rewind kept botocore's own."""
     return {
         "RequestId": request_id if isinstance(request_id, str) else "",
         "HTTPStatusCode": status,
         "HTTPHeaders": {},
         "RetryAttempts": 0,
     }
+
+
+def _kept_metadata(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """botocore's ``ResponseMetadata`` as a trace keeps it: its scalars, and the response
+    headers minus credentials (``keep_headers``)."""
+    kept: dict[str, Any] = {k: v for k, v in meta.items() if isinstance(v, (str, int, bool)) or v is None}
+    if isinstance(meta.get("HTTPHeaders"), Mapping):
+        kept["HTTPHeaders"] = keep_headers(meta["HTTPHeaders"])
+    return kept
+
+
+def _replayed_metadata(event: Any) -> dict[str, Any]:
+    kept = event.get("response_metadata")
+    if isinstance(kept, Mapping):
+        return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in kept.items()}
+    return _metadata(event.get("request_id"))
 
 
 class _BedrockInvocation(_Invocation):
@@ -312,7 +330,9 @@ class _BedrockInvocation(_Invocation):
         provider = surface.provider
         stream_key = _OPERATIONS[surface.path[1:]][2]
         meta = result.get("ResponseMetadata") or {}
-        extra = {"request_id": meta.get("RequestId")} if isinstance(meta.get("RequestId"), str) else None
+        extra: dict[str, Any] = {"request_id": meta.get("RequestId")} if isinstance(meta.get("RequestId"), str) else {}
+        if isinstance(meta, Mapping) and meta:
+            extra["response_metadata"] = _kept_metadata(meta)  # what the agent reads of the HTTP exchange
         if stream_key is not None:
             engine = RecordEngine(call, surface)
             engine.extra.update(extra or {})
@@ -335,7 +355,7 @@ class _BedrockInvocation(_Invocation):
         stream_record = event.get("stream")
         if not event.ok and stream_record is None:
             call.raise_recorded_error(event, provider.revive_error(event.error or {}, event.seq, self.instance))
-        result: dict[str, Any] = {"ResponseMetadata": _metadata(event.get("request_id"))}
+        result: dict[str, Any] = {"ResponseMetadata": _replayed_metadata(event)}
         stream_key = _OPERATIONS[surface.path[1:]][2]
         if stream_record is not None and stream_key is not None:
             engine = ReplayEngine(call, surface, event, lambda chunk: provider.revive_chunk(surface, chunk))

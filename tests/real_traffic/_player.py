@@ -34,9 +34,10 @@ SDK_OF_HOST = {
     "api.anthropic.com": "anthropic",
     "api.mistral.ai": "mistral",
     "api.cohere.com": "cohere",
+    "bedrock-runtime.us-east-1.amazonaws.com": "bedrock",
 }
 #: Endpoints (by the end of their path) the harness knows how to call.
-ENDPOINTS = ("/chat/completions", "/responses", "/embeddings", "/messages", "/v2/chat")
+ENDPOINTS = ("/chat/completions", "/responses", "/embeddings", "/messages", "/v2/chat", "/converse", "/converse-stream")
 #: Headers that describe one transfer of the body, not the response: the player sets its own.
 _TRANSFER = frozenset({"content-length", "transfer-encoding", "content-encoding", "connection"})
 
@@ -78,6 +79,17 @@ def _body(response: dict[str, Any]) -> bytes:
     return raw if isinstance(raw, bytes) else str(raw).encode("utf-8")
 
 
+def _request_body(request: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON the client sent: decoded by the recorder (``parsed_body``) or kept as text."""
+    if "parsed_body" in request:
+        return request["parsed_body"]  # type: ignore[no-any-return]
+    try:
+        body = json.loads(request.get("body") or "")
+    except (TypeError, ValueError):
+        return None
+    return body if isinstance(body, dict) else None
+
+
 def _headers(recorded: dict[str, Any] | None) -> tuple[tuple[str, str], ...]:
     out = []
     for name, values in (recorded or {}).items():
@@ -94,7 +106,10 @@ def interactions(root: Path = FIXTURES) -> Iterator[Interaction]:
         cassette = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         for index, pair in enumerate(cassette.get("interactions") or []):
             request, response = pair.get("request"), pair.get("response")
-            if not request or not response or "status" not in response or "parsed_body" not in request:
+            if not request or not response or "status" not in response:
+                continue
+            body = _request_body(request)
+            if body is None:
                 continue
             url = urlsplit(request["uri"])
             if url.hostname not in SDK_OF_HOST or not url.path.endswith(ENDPOINTS):
@@ -104,7 +119,7 @@ def interactions(root: Path = FIXTURES) -> Iterator[Interaction]:
                 index=index,
                 host=url.hostname,
                 path=url.path,
-                request=request["parsed_body"],
+                request=body,
                 status=int(response["status"]["code"]),
                 headers=_headers(response.get("headers")),
                 body=_body(response),

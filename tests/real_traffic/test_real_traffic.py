@@ -16,6 +16,7 @@ import inspect
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pytest
 from _observe import aobserve, differences, observe, observe_error
@@ -88,8 +89,33 @@ def _native(interaction: Interaction, base_url: str, is_async: bool) -> Any:
         return observe_error(exc)
 
 
+def _bedrock(interaction: Interaction, base_url: str) -> Any:
+    """boto3's ``converse`` / ``converse_stream`` (botocore has no async client)."""
+    boto3 = pytest.importorskip("boto3")
+    from botocore.config import Config
+
+    client = boto3.client(
+        "bedrock-runtime",
+        endpoint_url=base_url,
+        region_name="us-east-1",
+        aws_access_key_id="AKIAREALTRAFFIC",
+        aws_secret_access_key="real-traffic-SECRET",
+        config=Config(retries={"total_max_attempts": 1}),
+    )
+    model = unquote(interaction.path.split("/model/", 1)[1].rsplit("/", 1)[0])
+    try:
+        if interaction.endpoint == "/converse":
+            return client.converse(modelId=model, **interaction.request)
+        response = client.converse_stream(modelId=model, **interaction.request)
+        return {**response, "stream": list(response["stream"])}
+    except Exception as exc:
+        return {"class": type(exc).__name__, "str": str(exc), "response": getattr(exc, "response", None)}
+
+
 def _run(interaction: Interaction, base_url: str, mode: str) -> Any:
     """Make the recorded call through the SDK and observe everything its outcome shows."""
+    if interaction.sdk == "bedrock":
+        return _bedrock(interaction, base_url)
     if interaction.sdk in ("mistral", "cohere"):
         return _native(interaction, base_url, is_async=mode in ("async", "streaming", "async_raw"))
     client = _client(interaction, base_url, is_async=mode in ("async", "streaming", "async_raw"))
@@ -124,7 +150,7 @@ def _run(interaction: Interaction, base_url: str, mode: str) -> Any:
 def patched() -> Any:
     from rewind.integrations import patched
 
-    with patched("openai", "anthropic", "groq", "mistral", "cohere"):
+    with patched("openai", "anthropic", "groq", "mistral", "cohere", "bedrock"):
         yield
 
 
