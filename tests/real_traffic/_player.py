@@ -65,7 +65,7 @@ class Interaction:
 
     @property
     def streamed(self) -> bool:
-        return any(k == "content-type" and "event-stream" in v for k, v in self.headers)
+        return any(k == "content-type" and ("event-stream" in v or "eventstream" in v) for k, v in self.headers)
 
     @property
     def id(self) -> str:
