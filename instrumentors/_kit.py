@@ -16,6 +16,8 @@ import types
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
+from rewind._http_error import encode_body
+
 
 class Kit:
     """Defaults for an SDK with no raw-response wrappers and pydantic response types."""
@@ -30,6 +32,10 @@ class Kit:
     #: Stainless raw-response classes; ``None`` where an SDK has no such wrappers.
     legacy_response: Any = None
     api_response: Any = None
+    #: Error classes whose live instances always hold ``e.request`` (``_http_error.bind_request``).
+    request_errors: tuple[type, ...] = ()
+    #: The SDK's model base class, whose top-level responses carry ``_request_id``; ``None`` elsewhere.
+    base_model: Any = None
     async_api_response: Any = None
 
     # -- what a live call returned ---------------------------------------------------
@@ -49,6 +55,9 @@ class Kit:
         return None
 
     # -- replay --------------------------------------------------------------------
+    def stamp_response(self, obj: Any, request_id: str | None) -> None:
+        """Stamp a top-level response (a ``base_model``) with its ids; SDKs without ids have none."""
+
     def parse(self, type_: Any, data: Any) -> Any:
         """A recorded payload as the SDK's type (``NativeProvider`` revival); raises if it cannot."""
         return type_.model_validate(data)
@@ -108,15 +117,16 @@ def httpx_response(
 ) -> Any:
     """An in-memory ``httpx`` (or ``httpx2``) response, for SDK objects that hold one.
 
-    Recorded ``headers`` come along lower-cased, minus the ones that described the wire
-    body (its length and encodings): the body here is the decoded one.
+    Recorded ``headers`` come along as the server sent them (``content-length`` describes
+    what it sent, ``content-type`` keeps its charset); the body is encoded again as the
+    recorded ``content-encoding`` says (``encode_body``), so the SDK decodes it as it did live.
+    ``content_type`` is the default when nothing was recorded.
     """
     response_headers = {"content-type": content_type}
     if headers:
-        response_headers.update({str(k).lower(): str(v) for k, v in headers.items()})
-        response_headers["content-type"] = content_type
-        for name in ("content-length", "content-encoding", "transfer-encoding"):
-            response_headers.pop(name, None)
+        response_headers = {str(k).lower(): str(v) for k, v in headers.items()}
+        response_headers.setdefault("content-type", content_type)
+        body = encode_body(body, response_headers)
     request = hx.Request("POST", url, headers=dict(request_headers or {}))
     return hx.Response(status_code, headers=response_headers, content=body, request=request)
 

@@ -54,7 +54,16 @@ class SDKKit(Kit):
         self.construct_type: Any = _optional(f"{package}._models", "construct_type")
         self.validate_type: Any = _optional(f"{package}._models", "validate_type")
         self.final_request_options: Any = _optional(f"{package}._models", "FinalRequestOptions")
-        self.base_model: Any = _optional(f"{package}._models", "BaseModel")
+        # The SDK stamps every top-level response with its request id (None when the response
+        # carried none) only where it has this helper; elsewhere a missing id is an AttributeError.
+        models = f"{package}._models"
+        self._add_request_id: Any = _optional(models, "add_request_id")
+        self._add_response_ids: Any = _optional(models, "add_response_ids")
+        stamps = self._add_request_id is not None or self._add_response_ids is not None
+        self.base_model: Any = _optional(models, "BaseModel") if stamps else None
+        error = _optional(f"{package}._exceptions", "APIError")
+        #: The SDK's errors that always hold the request they failed on (``e.request``).
+        self.request_errors: tuple[type, ...] = (error,) if isinstance(error, type) else ()
         self.stream: Any = _optional(f"{package}._streaming", "Stream")
         self.async_stream: Any = _optional(f"{package}._streaming", "AsyncStream")
         self.legacy_response: Any = _optional(f"{package}._legacy_response", "LegacyAPIResponse")
@@ -96,6 +105,13 @@ class SDKKit(Kit):
         return None
 
     # -- building SDK objects for replay ---------------------------------------------
+    def stamp_response(self, obj: Any, request_id: str | None) -> None:
+        """Give a top-level response its ids with the SDK's own helper, as its parse() does."""
+        if self._add_response_ids is not None:
+            self._add_response_ids(obj, request_id=request_id, workspace_id=None)
+        elif self._add_request_id is not None:
+            self._add_request_id(obj, request_id)
+
     def fake_response(
         self,
         *,
@@ -156,6 +172,20 @@ class SDKKit(Kit):
             return cls[chunk_type]
         except TypeError:
             return cls
+
+
+def has_extras(obj: Any) -> bool:
+    """Whether a validated model holds a field its class does not declare, at any depth."""
+    if getattr(obj, "__pydantic_extra__", None):
+        return True
+    values = getattr(obj, "__dict__", None) if hasattr(obj, "__pydantic_fields_set__") else None
+    for value in values.values() if values else ():
+        if isinstance(value, list):
+            if any(hasattr(item, "__pydantic_fields_set__") and has_extras(item) for item in value):
+                return True
+        elif hasattr(value, "__pydantic_fields_set__") and has_extras(value):
+            return True
+    return False
 
 
 def dump_model(obj: Any) -> Any:

@@ -111,8 +111,17 @@ class RecordEngine:
 class ReplayEngine:
     """Serves the recorded chunks of one event, then its recorded end."""
 
-    def __init__(self, call: Call, surface: Surface, event: Event, revive_chunk: Callable[[Any], Any]) -> None:
+    def __init__(
+        self,
+        call: Call,
+        surface: Surface,
+        event: Event,
+        revive_chunk: Callable[[Any], Any],
+        revive_error: Callable[[Event], BaseException] | None = None,
+    ) -> None:
         self.call = call
+        #: How the recorded error is raised again (the invocation binds it to its request).
+        self.revive_error = revive_error or (lambda e: surface.provider.revive_error(e.error or {}, e.seq))
         self.surface = surface
         self.event = event
         stream = event.get("stream") or {}
@@ -136,8 +145,7 @@ class ReplayEngine:
         event = self.event
         if not event.ok and complete:
             # The live stream failed here: the agent sees the same error after the same chunks.
-            error = self.surface.provider.revive_error(event.error or {}, event.seq)
-            self.call.raise_recorded_error(event, error)
+            self.call.raise_recorded_error(event, self.revive_error(event))
         self.call.end_replayed(self._attributes() if self.call.annotating else None)
 
     def _attributes(self) -> Mapping[str, Any] | None:
@@ -192,12 +200,18 @@ class ClosingResponse(wrapt.ObjectProxy):
 
 
 class SyncStream(wrapt.ObjectProxy):
-    """A ``Stream`` that records (live) or serves (replay) what the agent iterates."""
+    """A ``Stream`` that records (live) or serves (replay) what the agent iterates.
 
-    def __init__(self, wrapped: Any, engine: Engine) -> None:
+    ``items`` is where the live items come from when the stream is only iterable (botocore's
+    ``EventStream`` has ``__iter__`` alone): the proxy still stands where the SDK's object
+    stood, so ``isinstance`` and its own methods hold.
+    """
+
+    def __init__(self, wrapped: Any, engine: Engine, items: Iterator[Any] | None = None) -> None:
         super().__init__(wrapped)
         self._self_engine = engine
         self._self_response: Any = None
+        self._self_items = items
 
     def __iter__(self) -> Iterator[Any]:
         return self
@@ -207,11 +221,11 @@ class SyncStream(wrapt.ObjectProxy):
         if isinstance(engine, ReplayEngine):
             return engine.next_item()
         if engine.finished:
-            return self.__wrapped__.__next__()  # read on after close(): the SDK decides what happens
+            return self._pull()  # read on after close(): the SDK decides what happens
         token = NESTED.set(True)  # a lazy SDK stream sends its request on the first read
         try:
             with engine.call.activate():
-                item = self.__wrapped__.__next__()
+                item = self._pull()
         except StopIteration:
             engine.finish(complete=True)
             raise
@@ -221,6 +235,10 @@ class SyncStream(wrapt.ObjectProxy):
         finally:
             NESTED.reset(token)
         return engine.take(item)
+
+    def _pull(self) -> Any:
+        items = self._self_items
+        return items.__next__() if items is not None else self.__wrapped__.__next__()
 
     def __enter__(self) -> SyncStream:
         return self
@@ -317,8 +335,8 @@ class AsyncStream(wrapt.ObjectProxy):
         _finish_quietly(self._self_engine, complete=False)
 
 
-def stream_proxy(wrapped: Any, engine: Engine, *, is_async: bool) -> Any:
-    return AsyncStream(wrapped, engine) if is_async else SyncStream(wrapped, engine)
+def stream_proxy(wrapped: Any, engine: Engine, *, is_async: bool, items: Iterator[Any] | None = None) -> Any:
+    return AsyncStream(wrapped, engine) if is_async else SyncStream(wrapped, engine, items)
 
 
 # --------------------------------------------------------------------------- raw wrappers (live)
@@ -333,6 +351,10 @@ class _RawBase(wrapt.ObjectProxy):
         self._self_streaming = streaming
         self._self_is_async = is_async
         self._self_stream: Any = None
+        if streaming:
+            # A streamed body is recorded chunk by chunk; its status and headers are kept beside it.
+            http = wrapped.http_response
+            engine.extra["http"] = {"status_code": int(http.status_code), "headers": keep_headers(http.headers)}
 
     def _adopt(self, parsed: Any, to: Any) -> Any:
         kit = self._self_engine.surface.provider.kit

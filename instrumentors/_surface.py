@@ -88,7 +88,7 @@ from urllib.parse import urlsplit
 
 import wrapt
 
-from rewind._http_error import without_secrets
+from rewind._http_error import bind_request, without_secrets
 from rewind.core import Call, begin_call
 from rewind.errors import PatchGapWarning, RedactionError, ReviveFallbackWarning, TraceWriteError
 from rewind.session import current_session, warn_if_threadless
@@ -96,7 +96,7 @@ from rewind.session import current_session, warn_if_threadless
 from ._chunk_shape import check_stream
 from ._errors import error_record, revive_error
 from ._kit import Kit
-from ._stainless import SDKKit, dump_model, resolve, sse_bytes
+from ._stainless import SDKKit, dump_model, has_extras, resolve, sse_bytes
 from ._streams import NESTED as _NESTED
 from ._streams import AsyncRaw, RecordEngine, ReplayEngine, SyncRaw, stream_proxy
 
@@ -291,8 +291,12 @@ class Provider:
             # The SDK's strict-validation parse: identical models for well-formed payloads, and
             # an order of magnitude faster than the lenient parser below, which is what the SDK
             # falls back to by default and what serves anything that does not validate.
+            # A field the class does not declare (a vendor's extension) is where the two parsers
+            # part (``model_fields_set``): such a payload takes the SDK's own path below.
             try:
-                return validate_type(type_=type_, value=data)
+                validated = validate_type(type_=type_, value=data)
+                if not has_extras(validated):
+                    return validated
             except Exception:
                 pass
         try:
@@ -511,17 +515,31 @@ class _Invocation:
             if synthesized is not None:
                 event, stream_record = synthesized, synthesized.get("stream")
         check_stream(event, stream_record, provider.type_of(surface.chunk), wanted=_wants_stream(surface, self.kwargs))
-        if not event.ok and stream_record is None:
-            call.raise_recorded_error(event, provider.revive_error(event.error or {}, event.seq))
         client = getattr(self.instance, "_client", None)
+        if not event.ok and stream_record is None:
+            call.raise_recorded_error(event, self.revive_error(event))
         url = _url(client, surface.path)
         result_type = provider.type_of(surface.result)
         if stream_record is not None:
-            engine = ReplayEngine(call, surface, event, lambda chunk: provider.revive_chunk(surface, chunk))
+            engine = ReplayEngine(
+                call,
+                surface,
+                event,
+                lambda chunk: provider.revive_chunk(surface, chunk),
+                revive_error=self.revive_error,
+            )
             body = b""
+            http = event.get("http") or {}  # a raw wrapper's status and headers, as the server sent them
             if self.raw_mode is not None:
                 body = sse_bytes(engine.chunks, named=surface.sse_named, done=surface.sse_done)
-            fake = kit.fake_response(url=url, body=body, raw_mode=self.raw_mode, content_type="text/event-stream")
+            fake = kit.fake_response(
+                url=url,
+                status_code=int(http.get("status_code") or 200),
+                headers=http.get("headers"),
+                body=body,
+                raw_mode=self.raw_mode,
+                content_type="text/event-stream",
+            )
             chunk_type = provider.type_of(surface.chunk)
             sdk_stream = kit.stream_object(
                 is_async=surface.is_async, chunk_type=chunk_type, client=client, response=fake
@@ -542,8 +560,12 @@ class _Invocation:
         data = event.response
         revived = provider.revive(surface, data, self.kwargs)
         http = event.get("http") or {}
-        request_id = event.get("request_id") or (http.get("headers") or {}).get("x-request-id")
-        if isinstance(request_id, str):
+        headers = http.get("headers") or {}
+        request_id = event.get("request_id") or headers.get("x-request-id") or headers.get("request-id")
+        if kit.base_model is not None and isinstance(revived, kit.base_model):
+            # The SDK's own stamp: None where the response carried no id, as live.
+            kit.stamp_response(revived, request_id if isinstance(request_id, str) else None)
+        elif isinstance(request_id, str):
             _set_private(revived, "_request_id", request_id)
         attributes = provider.response_attributes(surface, data) if call.annotating else None
         if self.raw_mode is None:
@@ -568,6 +590,34 @@ class _Invocation:
         )
         call.end_replayed(attributes)
         return wrapper
+
+    def revive_error(self, event: Any) -> BaseException:
+        """The recorded error, its HTTP response bound to the request the SDK sent (``bind_request``)."""
+        provider = self.surface.provider
+        error = provider.revive_error(event.error or {}, event.seq)
+        method, url = self.request_target()
+        return bind_request(error, provider.kit.httpx, method, url, provider.kit.request_errors)
+
+    def request_target(self) -> tuple[str, str]:
+        """The method and URL this call went to: what the SDK's own request builder makes of
+        its endpoint (an Azure deployment path, a default query), or base URL plus path."""
+        client = getattr(self.instance, "_client", None)
+        options = getattr(self.surface.provider.kit, "final_request_options", None)
+        build = getattr(client, "_build_request", None)
+        if options is not None and callable(build):
+            model = self.kwargs.get("model")
+            try:
+                request = build(
+                    options.construct(
+                        method="post",
+                        url=self.surface.path,
+                        json_data={"model": model} if isinstance(model, str) else {},
+                    )
+                )
+                return str(request.method), str(request.url)
+            except Exception:  # a builder that needs more (signing credentials …): the plain join
+                pass
+        return "POST", _url(client, self.surface.path)
 
     def _wrapper_class(self) -> Any:
         kit = self.surface.provider.kit

@@ -64,6 +64,9 @@ from ._surface import (
 
 _MESSAGES = "anthropic.resources.messages"
 _BETA_MESSAGES = "anthropic.resources.beta.messages"
+#: Anthropic on Bedrock and on Vertex: beta ``Messages`` classes of their own that copy the
+#: first-party methods at import, so hooking the first-party class never reaches them.
+_PLATFORM_BETA_MESSAGES = ("anthropic.lib.bedrock._beta_messages", "anthropic.lib.vertex._beta_messages")
 _PATH = "/v1/messages"
 
 #: Environment switch for ``opentelemetry-instrument`` users, who cannot pass ``sdk_spans``.
@@ -98,10 +101,13 @@ class AnthropicProvider(Provider):
                 "chunk": f"{types}:{prefix}RawMessageStreamEvent",
                 "sse_named": True,
             }
-            for is_async in (False, True):
-                owner = f"{module}:{'Async' if is_async else ''}Messages"
-                # The beta namespace is younger than the SDK floor's stable one: skipped where absent.
-                common: BindingFields = {"is_async": is_async, "provider": self, "required": not beta}
+            modules = (module, *_PLATFORM_BETA_MESSAGES) if beta else (module,)
+            for is_async, owner_module in ((a, m) for a in (False, True) for m in modules):
+                owner = f"{owner_module}:{'Async' if is_async else ''}Messages"
+                # The beta namespace is younger than the SDK floor's stable one, the platforms'
+                # classes younger still: skipped where absent.
+                first_party = owner_module == module
+                common: BindingFields = {"is_async": is_async, "provider": self, "required": first_party and not beta}
                 optional: BindingFields = {**common, "required": False}
                 rows += [
                     Surface(owner, "create", f"{name}.create", **common, **message),

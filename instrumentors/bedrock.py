@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
+from rewind._http_error import keep_headers
 from rewind.replayed_error import decode_error, replayed_class
 
 from ._instrumentor import SurfaceInstrumentor
@@ -113,19 +114,21 @@ _SAMPLING = (
 )
 
 
-class _Events:
-    """An event stream's events one at a time: what the shared stream proxies drive."""
+class _NoEvents:
+    """The raw body of a replayed event stream: its events come from the trace, not from here."""
 
-    def __init__(self, stream: Any = None) -> None:
-        self.stream = stream
-        self._events = iter(stream) if stream is not None else iter(())
-
-    def __next__(self) -> Any:
-        return next(self._events)
+    def stream(self) -> Iterator[bytes]:
+        return iter(())
 
     def close(self) -> None:
-        if self.stream is not None:
-            self.stream.close()
+        pass
+
+
+def _replayed_event_stream(operation: str) -> Any:
+    """A real (never read) ``botocore.eventstream.EventStream``, so ``isinstance`` holds on replay."""
+    from botocore.eventstream import EventStream
+
+    return EventStream(_NoEvents(), None, None, operation)
 
 
 class BedrockProvider(Provider):
@@ -292,12 +295,29 @@ def _service(client: Any) -> str | None:
 
 
 def _metadata(request_id: Any, status: int = 200) -> dict[str, Any]:
+    """``ResponseMetadata`` of a step recorded before rewind kept botocore's own."""
     return {
         "RequestId": request_id if isinstance(request_id, str) else "",
         "HTTPStatusCode": status,
         "HTTPHeaders": {},
         "RetryAttempts": 0,
     }
+
+
+def _kept_metadata(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """botocore's ``ResponseMetadata`` as a trace keeps it: its scalars, and the response
+    headers minus credentials (``keep_headers``)."""
+    kept: dict[str, Any] = {k: v for k, v in meta.items() if isinstance(v, (str, int, bool)) or v is None}
+    if isinstance(meta.get("HTTPHeaders"), Mapping):
+        kept["HTTPHeaders"] = keep_headers(meta["HTTPHeaders"])
+    return kept
+
+
+def _replayed_metadata(event: Any) -> dict[str, Any]:
+    kept = event.get("response_metadata")
+    if isinstance(kept, Mapping):
+        return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in kept.items()}
+    return _metadata(event.get("request_id"))
 
 
 class _BedrockInvocation(_Invocation):
@@ -310,11 +330,14 @@ class _BedrockInvocation(_Invocation):
         provider = surface.provider
         stream_key = _OPERATIONS[surface.path[1:]][2]
         meta = result.get("ResponseMetadata") or {}
-        extra = {"request_id": meta.get("RequestId")} if isinstance(meta.get("RequestId"), str) else None
+        extra: dict[str, Any] = {"request_id": meta.get("RequestId")} if isinstance(meta.get("RequestId"), str) else {}
+        if isinstance(meta, Mapping) and meta:
+            extra["response_metadata"] = _kept_metadata(meta)  # what the agent reads of the HTTP exchange
         if stream_key is not None:
             engine = RecordEngine(call, surface)
             engine.extra.update(extra or {})
-            result[stream_key] = stream_proxy(_Events(result[stream_key]), engine, is_async=False)
+            live = result[stream_key]
+            result[stream_key] = stream_proxy(live, engine, is_async=False, items=iter(live))
             return result
         data = {k: v for k, v in result.items() if k not in ("ResponseMetadata", "body")}
         if "body" in result:
@@ -332,11 +355,11 @@ class _BedrockInvocation(_Invocation):
         stream_record = event.get("stream")
         if not event.ok and stream_record is None:
             call.raise_recorded_error(event, provider.revive_error(event.error or {}, event.seq, self.instance))
-        result: dict[str, Any] = {"ResponseMetadata": _metadata(event.get("request_id"))}
+        result: dict[str, Any] = {"ResponseMetadata": _replayed_metadata(event)}
         stream_key = _OPERATIONS[surface.path[1:]][2]
         if stream_record is not None and stream_key is not None:
             engine = ReplayEngine(call, surface, event, lambda chunk: provider.revive_chunk(surface, chunk))
-            result[stream_key] = stream_proxy(_Events(), engine, is_async=False)
+            result[stream_key] = stream_proxy(_replayed_event_stream(surface.path[1:]), engine, is_async=False)
             if stream_key == "body":
                 result["contentType"] = "application/json"
             return result

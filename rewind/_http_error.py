@@ -6,12 +6,19 @@ code, its headers minus credentials, and its text. At replay the error gets a
 ``ReplayedHTTPResponse`` with ``status_code``, ``headers`` (so ``retry-after`` backoff
 reproduces), ``.text`` and ``.json()``; anything richer was never recorded, and asking
 for it raises an ``AttributeError`` that says so.
+
+When the SDK's HTTP library is at hand (every httpx-based SDK), ``http_response`` builds a
+real ``httpx.Response`` instead, bound to a real ``httpx.Request`` (the method and URL the
+call went to, no headers, so no credentials): framework and user handlers that read
+``e.request.url`` or hand ``e.response`` on (whose ``.request`` the SDK reads) run unchanged.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
+import zlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,6 +49,8 @@ _SECRET_NAMES = frozenset({"key", "token", "auth", "sig", "signature", "password
 def is_secret_header(name: str) -> bool:
     """A header (or query parameter) name that carries a credential: never recorded."""
     lowered = name.lower().replace("_", "-")
+    if lowered.startswith("access-control-"):
+        return False  # CORS policy (access-control-allow-credentials …) names credentials, carries none
     return (
         lowered in SECRET_HEADERS
         or lowered in _SECRET_NAMES
@@ -163,6 +172,84 @@ class Unrecorded:
 
     def __repr__(self) -> str:
         return f"<{self._what} (not recorded by rewind)>"
+
+
+def http_response(record: Mapping[str, Any], httpx: Any, method: str, url: str) -> Any:
+    """A real ``httpx.Response`` with the recorded status, headers and body, bound to a real
+    ``httpx.Request(method, url)`` (credentials in the URL's query dropped).
+
+    The recorded text is the decoded body: a recorded ``content-encoding`` the standard
+    library can produce is applied again, so headers and body agree as they did live.
+    """
+    raw_headers = record.get("headers")
+    headers = {str(k): str(v) for k, v in raw_headers.items()} if isinstance(raw_headers, Mapping) else {}
+    text = record.get("text")
+    body = (text if isinstance(text, str) else "").encode("utf-8")
+    body = encode_body(body, headers)
+    status = record.get("status_code")
+    request = httpx.Request(method, _public_url(httpx, url))
+    return httpx.Response(
+        status if isinstance(status, int) and not isinstance(status, bool) else 0,
+        headers=headers,
+        content=body,
+        request=request,
+    )
+
+
+def encode_body(body: bytes, headers: dict[str, str]) -> bytes:
+    """``body`` encoded as the recorded ``content-encoding`` says (httpx decodes it again).
+
+    An encoding the standard library cannot produce is dropped from ``headers``: the body
+    then goes as it was decoded.
+    """
+    name = next((k for k in headers if k.lower() == "content-encoding"), None)
+    encoding = headers[name].strip().lower() if name else ""
+    if encoding == "gzip":
+        return gzip.compress(body, mtime=0)
+    if encoding == "deflate":
+        return zlib.compress(body)
+    if name is not None:
+        del headers[name]
+    return body
+
+
+def _public_url(httpx: Any, url: str) -> Any:
+    parsed = httpx.URL(url)
+    params = parsed.params
+    if any(is_secret_header(str(key)) for key in params):
+        parsed = parsed.copy_with(params=[(k, v) for k, v in params.multi_items() if not is_secret_header(str(k))])
+    return parsed
+
+
+def bind_request(
+    exc: BaseException, httpx: Any, method: str, url: str, carries_request: tuple[type, ...] = ()
+) -> BaseException:
+    """Give a replayed error whose ``e.response`` is the shim a real ``httpx`` response and
+    request (``http_response``). An error with no recorded response that is one of
+    ``carries_request`` (an SDK's errors that always hold the request, a failure mid-stream
+    say) gets the request alone. Anything else is returned untouched."""
+    shim = getattr(exc, "response", None)
+    if httpx is None:
+        return exc
+    if not isinstance(shim, ReplayedHTTPResponse):
+        if carries_request and isinstance(exc, carries_request) and "request" not in vars(exc):
+            try:
+                exc.request = httpx.Request(method, _public_url(httpx, url))  # type: ignore[attr-defined]
+            except Exception:  # a read-only property, an odd URL: as before
+                pass
+        return exc
+    try:
+        record = {"status_code": shim.status_code, "headers": dict(shim.headers.items()), "text": shim.text}
+        response = http_response(record, httpx, method, url)
+    except Exception:  # an odd record keeps the shim
+        return exc
+    try:
+        exc.response = response  # type: ignore[attr-defined]
+        if isinstance(getattr(exc, "request", None), Unrecorded):
+            exc.request = response.request  # type: ignore[attr-defined]
+    except (AttributeError, TypeError):
+        pass  # a read-only property on the original class
+    return exc
 
 
 def replayed_response(record: Mapping[str, Any], httpx: Any = None) -> ReplayedHTTPResponse:

@@ -224,3 +224,28 @@ def test_clients_made_before_patching_are_covered(stub: StubServer, trace_path: 
     finally:
         unpatch()
     assert len(Trace.load(trace_path).events) == 1
+
+
+def test_event_streams_are_botocore_event_streams_live_and_replayed(
+    stub: StubServer, patched_bedrock: None, trace_path: Path
+) -> None:
+    """What boto3 returns: ``isinstance`` holds and the stream's own methods are there, while
+    recording and on replay."""
+    from botocore.eventstream import EventStream
+
+    def agent(client: Any) -> list[Any]:
+        seen: list[Any] = []
+        stream = client.converse_stream(modelId=MODEL, messages=_user("weather in Oslo?"))["stream"]
+        assert isinstance(stream, EventStream) and callable(stream.get_initial_response)
+        seen.append(list(stream))
+        body = json.dumps({"anthropic_version": "bedrock-2023-05-31", "max_tokens": 50, "messages": _user("hi")})
+        streamed = client.invoke_model_with_response_stream(modelId=MODEL, body=body)["body"]
+        assert isinstance(streamed, EventStream) and callable(streamed.get_initial_response)
+        seen.append([event["chunk"]["bytes"] for event in streamed])
+        return seen
+
+    with rewind.record(trace_path):
+        live = agent(_live(stub))
+    stub.stop()
+    with rewind.replay(trace_path):
+        assert agent(_offline()) == live

@@ -1,0 +1,193 @@
+"""Each framework's error path, replayed offline as it ran live.
+
+The provider answers 429, 500 (529: Anthropic's overload) or 401; the framework does what it
+does with that (re-raises as its own class, retries, falls back) and the agent reports what
+it saw: the exception's class, ``str``, status, and the HTTP request and response it
+carries (frameworks and user handlers read ``e.response.request`` and ``e.request.url``).
+``Battery.run`` records it against the stub server, stops the server, replays, and the two
+reports must be equal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+STATUSES = {"openai": (429, 500, 401), "anthropic": (429, 529, 401)}
+
+
+def describe(exc: BaseException) -> dict[str, Any]:
+    """What an error handler can read of ``exc`` and of the errors it wraps."""
+    seen: dict[str, Any] = {"class": f"{type(exc).__module__}.{type(exc).__qualname__}", "str": str(exc)}
+    for name in ("status_code", "code", "body"):
+        value = getattr(exc, name, None)
+        if isinstance(value, (str, int, dict, list)):
+            seen[name] = value
+    request = getattr(exc, "request", None)
+    if request is not None and hasattr(request, "url"):
+        seen["request"] = (request.method, str(request.url))
+    response = getattr(exc, "response", None)
+    if response is not None and hasattr(response, "status_code"):
+        seen["response"] = (
+            response.status_code,
+            response.headers.get("retry-after"),
+            response.text,
+            (response.request.method, str(response.request.url)),
+        )
+    # The error a framework re-raised from (``raise ... from e``). ``__context__`` is not read:
+    # the SDKs raise their status errors ``from None``, hiding the httpx error inside.
+    if exc.__cause__ is not None:
+        seen["cause"] = describe(exc.__cause__)
+    return seen
+
+
+def outcome(call: Callable[[], Any]) -> Any:
+    try:
+        return ("ok", call())
+    except Exception as exc:
+        return ("raised", describe(exc))
+
+
+# -- one model call per framework -------------------------------------------------------------
+
+
+def langchain_openai(battery: Any) -> Any:
+    from langchain_openai import ChatOpenAI
+
+    return str(ChatOpenAI(model="gpt-4o-mini", max_retries=0).invoke("hello").content)
+
+
+def langchain_anthropic(battery: Any) -> Any:
+    from langchain_anthropic import ChatAnthropic
+
+    model = ChatAnthropic(model="claude-sonnet-4-6", base_url=battery.stub.anthropic_base_url, max_retries=0)
+    return str(model.invoke("hello").content)
+
+
+def openai_agents(battery: Any) -> Any:
+    import agents
+    from openai import AsyncOpenAI
+
+    agents.set_tracing_disabled(True)
+    agents.set_default_openai_client(AsyncOpenAI(base_url=battery.stub.openai_base_url, max_retries=0))
+    return agents.Runner.run_sync(agents.Agent(name="Assistant"), "hello").final_output
+
+
+def pydantic_ai(battery: Any) -> Any:
+    from pydantic_ai import Agent
+
+    return Agent("openai:gpt-4o-mini").run_sync("hello").output
+
+
+def instructor_openai(battery: Any) -> Any:
+    import instructor
+    from openai import OpenAI
+    from pydantic import BaseModel
+
+    class Answer(BaseModel):
+        text: str
+
+    client = instructor.from_openai(OpenAI(base_url=battery.stub.openai_base_url, max_retries=0))
+    return client.chat.completions.create(
+        model="gpt-4o-mini", response_model=Answer, max_retries=1, messages=[{"role": "user", "content": "hello"}]
+    ).model_dump()
+
+
+FRAMEWORKS: dict[str, tuple[str, str, Callable[[Any], Any]]] = {
+    # name: (module to import, provider, one call)
+    "langchain-openai": ("langchain_openai", "openai", langchain_openai),
+    "langchain-anthropic": ("langchain_anthropic", "anthropic", langchain_anthropic),
+    "openai-agents": ("agents", "openai", openai_agents),
+    "pydantic-ai": ("pydantic_ai", "openai", pydantic_ai),
+    "instructor": ("instructor", "openai", instructor_openai),
+}
+
+
+@pytest.mark.parametrize(
+    ("framework", "status"),
+    [(name, status) for name, (_, provider, _) in FRAMEWORKS.items() for status in STATUSES[provider]],
+)
+def test_a_provider_error_replays_through_the_framework(battery: Any, framework: str, status: int) -> None:
+    module, provider, call = FRAMEWORKS[framework]
+    pytest.importorskip(module)
+
+    def agent() -> Any:
+        return outcome(lambda: call(battery))
+
+    # Three in a row: a framework that builds its client with the SDK's default two retries
+    # (pydantic-ai) meets the failure too, not only the SDK's retry loop inside one step.
+    battery.stub.fail_next(status, n=3, headers={"retry-after": "0"})
+    kind, seen = battery.run(agent, providers=(provider,))
+    assert battery.steps[0].ok is False  # the provider's failure is a recorded step
+    if kind == "raised":  # the framework re-raised it (as its own class, or the SDK's)
+        assert str(status) in repr(seen)
+    else:  # the framework retried past it (the OpenAI Agents SDK does, on 429 and 5xx)
+        assert status != 401 and battery.steps[-1].ok
+
+
+def test_langchain_retries_past_a_rate_limit(battery: Any) -> None:
+    pytest.importorskip("langchain_openai")
+    from langchain_openai import ChatOpenAI
+
+    def agent() -> str:
+        model = ChatOpenAI(model="gpt-4o-mini", max_retries=0).with_retry(
+            stop_after_attempt=2, wait_exponential_jitter=False
+        )
+        return str(model.invoke("hello").content)
+
+    battery.stub.fail_next(429)
+    assert battery.run(agent) == "Echo: hello"
+    assert [e.ok for e in battery.steps] == [False, True]
+
+
+def test_langchain_falls_back_after_a_server_error(battery: Any) -> None:
+    pytest.importorskip("langchain_anthropic")
+    from langchain_anthropic import ChatAnthropic
+    from langchain_openai import ChatOpenAI
+
+    def agent() -> str:
+        primary = ChatAnthropic(model="claude-sonnet-4-6", base_url=battery.stub.anthropic_base_url, max_retries=0)
+        fallback = ChatOpenAI(model="gpt-4o-mini", max_retries=0)
+        return str(primary.with_fallbacks([fallback]).invoke("hello").content)
+
+    battery.stub.fail_next(529)
+    assert battery.run(agent, providers=("anthropic", "openai")) == "Echo: hello"
+    assert [(e.name, e.ok) for e in battery.steps] == [
+        ("anthropic.messages.create", False),
+        ("openai.chat.completions.create", True),
+    ]
+
+
+def test_pydantic_ai_fallback_model_after_a_rate_limit(battery: Any) -> None:
+    pytest.importorskip("pydantic_ai")
+    from pydantic_ai import Agent
+    from pydantic_ai.models.fallback import FallbackModel
+
+    def agent() -> str:
+        model = FallbackModel("anthropic:claude-sonnet-4-6", "openai:gpt-4o-mini")
+        return str(Agent(model).run_sync("hello").output)
+
+    # pydantic-ai's Anthropic client retries twice itself (inside one step): three 429s exhaust it.
+    battery.stub.fail_next(429, n=3, headers={"retry-after": "0"})
+    assert battery.run(agent, providers=("anthropic", "openai")).endswith("hello")
+    assert [e.ok for e in battery.steps] == [False, True]
+    assert [e.name.split(".")[0] for e in battery.steps] == ["anthropic", "openai"]
+
+
+def test_an_async_framework_error(battery: Any) -> None:
+    pytest.importorskip("langchain_openai")
+    from langchain_openai import ChatOpenAI
+
+    async def main() -> Any:
+        model = ChatOpenAI(model="gpt-4o-mini", base_url=battery.stub.openai_base_url, max_retries=0)
+        try:
+            return await model.ainvoke("hello")
+        except Exception as exc:
+            return describe(exc)
+
+    battery.stub.fail_next(500)
+    seen = battery.run(lambda: asyncio.run(main()))
+    assert "500" in repr(seen)
