@@ -36,6 +36,7 @@ from json.decoder import JSONDecodeError
 from pathlib import Path
 from typing import Any
 
+from . import _gc_pause
 from . import _safe_read as _safe
 from . import blobs as _blobs
 from ._trace_file import LineFile
@@ -789,20 +790,22 @@ def _read(path: str, *, lazy: bool) -> Trace:
     except BaseException:
         os.close(fd)
         raise
+    # Every reader below builds objects that stay alive and hold no cycles: the
+    # collector would walk them again and again and free nothing (rewind._gc_pause).
     if magic == b"\x1f\x8b":
         # Decompressed as a stream, line by line, and never past the archive limit.
         limit = _safe.limit(_safe.ARCHIVE_ENV, _safe.MAX_ARCHIVE_BYTES)
-        with open(fd, "rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as stream:
+        with open(fd, "rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as stream, _gc_pause.paused():
             try:
                 return _parse_lines(path, _safe.bounded_lines(stream, path, limit), source=None)
             except (OSError, EOFError, zlib.error) as exc:
                 raise TraceFormatError(f"corrupt gzip archive ({exc})", path=path) from None
     if not lazy:
-        with open(fd, "rb", buffering=1 << 20) as fh:
+        with open(fd, "rb", buffering=1 << 20) as fh, _gc_pause.paused():
             return _parse_lines(path, fh, source=None)
     source = _LineSource(path, fd=fd)
     try:
-        with open(fd, "rb", buffering=1 << 20, closefd=False) as fh:
+        with open(fd, "rb", buffering=1 << 20, closefd=False) as fh, _gc_pause.paused():
             return _parse_lines(path, fh, source=source)
     except BaseException:
         source.close()
