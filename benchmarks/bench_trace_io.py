@@ -9,7 +9,8 @@ skeleton per event and reads bodies on demand. ``Trace.load`` parses every body.
 Targets: ``Trace.open`` within 1.2x of just reading the file and splitting its lines;
 ``Trace.load`` within 1.2x of reading the file and ``orjson.loads`` of every line,
 keeping the values (the floor for a Python reader that builds the same values), and
-within 1.5x of the stdlib floor (``json.loads`` of every line). The memory an open trace keeps per event is reported too, and how it
+within 1.5x of the stdlib floor (``json.loads`` of every line). The memory an open
+trace keeps per event is reported too, and how it
 scales (``--scaling``, default 10k, 100k and 1M steps of small tool calls, each opened
 in a fresh process: resident memory after ``Trace.open`` minus before, per event). It
 must not grow faster than linearly: bytes per event at the largest size may exceed
