@@ -66,15 +66,22 @@ def check_reads_back(path: Path) -> None:
             assert spelled(event.response) == spelled(stdlib.get("response"))
             assert spelled(event.request) == spelled(stdlib.get("request"))
             assert spelled(event.get("extra")) == spelled(stdlib.get("extra"))
+            skeleton = (event.seq, event.kind, event.name, event.fingerprint, event.ts, event.duration_ms)
+            recorded = [stdlib[key] for key in ("seq", "kind", "name", "fingerprint")]
+            recorded += [float(stdlib["ts"]), float(stdlib["duration_ms"])]
+            assert spelled(skeleton) == spelled(recorded)
+            assert (event.ok, event.live) == (stdlib["ok"], stdlib["live"])
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(response=values, request=values, extra=values)
+@given(
+    response=values, request=values, extra=values, name=st.text(), ts=st.sampled_from([0.0, 1.5, 1e21, 1700000000.25])
+)
 def test_values_written_by_rewind_read_back_as_the_stdlib_reads_them(
-    tmp_path: Path, response: Any, request: Any, extra: Any
+    tmp_path: Path, response: Any, request: Any, extra: Any, name: str, ts: float
 ) -> None:
     path = tmp_path / "written.rewind"
-    event = Event(0, "llm", "chat", "0" * 64, request, response, None, extra={"extra": extra})
+    event = Event(0, "llm", name, "0" * 64, request, response, None, extra={"extra": extra}, ts=ts)
     Trace([event], header=new_header()).dump(path)
     check_reads_back(path)
 
@@ -90,7 +97,7 @@ def test_other_spellings_read_back_as_the_stdlib_reads_them(
         for key, value in (("response", response), ("request", request))
     )
     line = (
-        '{"seq":0,"kind":"llm","name":"chat","fingerprint":"","ts":1.5,"duration_ms":0.25,'
+        '{"seq":0,"kind":"llm","name":"chat","fingerprint":"","ts":1,"duration_ms":0.25,'
         f'"ok":true,"live":false,{body}}}'
     )
     path = tmp_path / "spelled.rewind"
