@@ -211,6 +211,9 @@ class _Side:
         self.sigs = [f"{r}:{o}" for r, o in zip(self.requests, self.outcomes)]
 
     def views(self, event: Event) -> tuple[Any, Any]:
+        # A lazily opened step would parse its line for each part read; a hydrated copy
+        # parses it once (and is dropped with the views).
+        event = event.hydrated()
         result: dict[str, Any] = {"ok": event.ok}
         if event.ok:
             result["response"] = event.response
