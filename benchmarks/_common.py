@@ -73,6 +73,29 @@ def read_and_parse(path: Path) -> Callable[[], float]:
     return measure
 
 
+def read_and_orjson(path: Path, *, gc_paused: bool = False) -> Callable[[], float]:
+    """The floor of an eager load: read the file and ``orjson.loads`` every line, keeping
+    the values (what a Python reader building the same values must at least do).
+
+    ``gc_paused``: with the cyclic collector paused as ``Trace.load`` pauses it
+    (``rewind._gc_pause``), a reference for how much of the floor is the collector's."""
+    import contextlib
+
+    import orjson
+
+    from rewind import _gc_pause
+
+    def measure() -> float:
+        start = time.process_time()
+        with open(path, "rb") as fh, _gc_pause.paused() if gc_paused else contextlib.nullcontext():
+            values = [orjson.loads(line) for line in fh.read().splitlines()]
+        elapsed = time.process_time() - start
+        del values  # freeing them is not part of reading them
+        return elapsed
+
+    return measure
+
+
 @dataclass
 class Result:
     """One reported figure: measured value, its floor, and the target it must meet."""

@@ -67,24 +67,38 @@ def _is_id_key(key: str | None) -> bool:
     return key is not None and (key == "id" or key.endswith("_id"))
 
 
-def _mask(value: Any, key: str | None = None, *, provider: bool = False) -> Any:
+def _mask(value: Any, key: str | None = None, *, provider: bool = False, texts: dict[str, str] | None = None) -> Any:
     """``value`` with per-run values replaced by placeholders.
 
     ``provider`` marks an llm payload, where string ``id``/``*_id`` fields (response,
     message, tool-call ids) are minted by the provider per call; in tool and memory
     payloads an ``id`` may be real data, so only id-shaped strings are masked there.
+    ``texts`` caches each string's masked form: an agent re-sends its history on every
+    call, so a diff of a long run meets the same messages many times, and the patterns
+    are most of its cost.
     """
     if isinstance(value, dict):
-        return {k: _mask(v, k, provider=provider) for k, v in value.items() if k not in _DROPPED_KEYS}
+        return {k: _mask(v, k, provider=provider, texts=texts) for k, v in value.items() if k not in _DROPPED_KEYS}
     if isinstance(value, list):
-        return [_mask(v, provider=provider) for v in value]
+        return [_mask(v, provider=provider, texts=texts) for v in value]
     if isinstance(value, str):
-        if _VOLATILE_WHOLE.match(value) or (provider and _is_id_key(key)):
+        if provider and _is_id_key(key):
             return "<id>"
-        return _VOLATILE_INSIDE.sub("<time/id>", value)
+        if texts is not None:
+            masked = texts.get(value)
+            if masked is None:
+                masked = texts[value] = _mask_text(value)
+            return masked
+        return _mask_text(value)
     if key in _TIME_KEYS and isinstance(value, (int, float)) and not isinstance(value, bool):
         return "<time>"
     return value
+
+
+def _mask_text(value: str) -> str:
+    if _VOLATILE_WHOLE.match(value):
+        return "<id>"
+    return _VOLATILE_INSIDE.sub("<time/id>", value)
 
 
 # -- public types -------------------------------------------------------------------
@@ -188,6 +202,7 @@ class _Side:
         self.events: list[Event] = list(trace.events)
         self.keys = [(e.kind, e.name) for e in self.events]
         self.exact = exact
+        self._texts: dict[str, str] = {}  # masked strings, see _mask
         self.requests: list[str] = []
         self.outcomes: list[str] = []
         for event in self.events:
@@ -197,6 +212,9 @@ class _Side:
         self.sigs = [f"{r}:{o}" for r, o in zip(self.requests, self.outcomes)]
 
     def views(self, event: Event) -> tuple[Any, Any]:
+        # A lazily opened step would parse its line for each part read; a hydrated copy
+        # parses it once (and is dropped with the views).
+        event = event.hydrated()
         result: dict[str, Any] = {"ok": event.ok}
         if event.ok:
             result["response"] = event.response
@@ -208,7 +226,8 @@ class _Side:
         if self.exact:
             return event.request, result
         provider = event.kind == "llm"
-        return _mask(event.request, provider=provider), _mask(result, provider=provider)
+        texts = self._texts
+        return _mask(event.request, provider=provider, texts=texts), _mask(result, provider=provider, texts=texts)
 
 
 def _digest(value: Any) -> str:

@@ -293,6 +293,16 @@ class ParallelMatcher:
             return self._take(queue.popleft(), trace)
         raise self._miss(cursor, call, trace)
 
+    def take_same(self, call: Any, trace: Trace) -> Event | None:
+        """The first unserved event with ``call``'s kind, name and fingerprint, taken, or
+        ``None`` (then ``match`` says why). ``call`` is anything with those three
+        attributes: a hybrid replay passes the intercepted call and builds an
+        ``IncomingCall`` only when this says no."""
+        queue = self._queues.get((call.kind, call.name, call.fingerprint))
+        if queue:
+            return self._take(queue.popleft(), trace)
+        return None
+
     def serve_prefix(
         self, cursor: int, kind: str, name: str, fp: str, request: Any, trace: Trace, limit: int
     ) -> Event | None:

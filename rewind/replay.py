@@ -19,7 +19,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from .errors import DivergenceError, NeverLiveError
-from .matching import IncomingCall, Matcher, StrictMatcher, next_if_same
+from .matching import IncomingCall, Matcher, ParallelMatcher, StrictMatcher, next_if_same
 from .telemetry import STARTING
 from .trace import Event, Trace
 
@@ -62,6 +62,9 @@ class ReplaySpanProcessor(SpanProcessor):
         #: Strict matching serves the next step when it is the same call: checked on the
         #: call itself, before building what a matcher is given (the common case of a replay).
         self._strict = type(matcher) is StrictMatcher and not self.hybrid
+        #: Likewise a hybrid replay by identity serves a served call straight from the
+        #: matcher's queues, without building an ``IncomingCall`` for it.
+        self._by_identity = self.hybrid and type(matcher) is ParallelMatcher
         self._serve_prefix: Any = None
         self._serve_prefix_call: Any = None
         if fork_at is not None:
@@ -105,7 +108,12 @@ class ReplaySpanProcessor(SpanProcessor):
             # A step served out of its recorded place (a hybrid replay, a never_live answer
             # past a fork point) takes the next step number of this run, not its recorded one.
             renumber = self.hybrid
-            event = self._next_if_same(call) if self._strict else None
+            if self._strict:
+                event = self._next_if_same(call)
+            elif self._by_identity and not self.policy.runs_live(call.kind, call.name):  # type: ignore[union-attr]
+                event = self.matcher.take_same(call, self.served_side)  # type: ignore[attr-defined]
+            else:
+                event = None
             if event is None:
                 try:
                     event = self._hybrid_pick(call) if self.hybrid else self._pick(IncomingCall.of(call))

@@ -36,6 +36,7 @@ from json.decoder import JSONDecodeError
 from pathlib import Path
 from typing import Any
 
+from . import _gc_pause
 from . import _safe_read as _safe
 from . import blobs as _blobs
 from ._trace_file import LineFile
@@ -817,20 +818,22 @@ def _read(path: str, *, lazy: bool) -> Trace:
     except BaseException:
         os.close(fd)
         raise
+    # Every reader below builds objects that stay alive and hold no cycles: the
+    # collector would walk them again and again and free nothing (rewind._gc_pause).
     if magic == b"\x1f\x8b":
         # Decompressed as a stream, line by line, and never past the archive limit.
         limit = _safe.limit(_safe.ARCHIVE_ENV, _safe.MAX_ARCHIVE_BYTES)
-        with open(fd, "rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as stream:
+        with open(fd, "rb") as raw, gzip.GzipFile(fileobj=raw, mode="rb") as stream, _gc_pause.paused():
             try:
                 return _parse_lines(path, _safe.bounded_lines(stream, path, limit), source=None)
             except (OSError, EOFError, zlib.error) as exc:
                 raise TraceFormatError(f"corrupt gzip archive ({exc})", path=path) from None
     if not lazy:
-        with open(fd, "rb", buffering=1 << 20) as fh:
+        with open(fd, "rb", buffering=1 << 20) as fh, _gc_pause.paused():
             return _parse_lines(path, fh, source=None)
     source = _LineSource(path, fd=fd)
     try:
-        with open(fd, "rb", buffering=1 << 20, closefd=False) as fh:
+        with open(fd, "rb", buffering=1 << 20, closefd=False) as fh, _gc_pause.paused():
             return _parse_lines(path, fh, source=source)
     except BaseException:
         source.close()
@@ -841,7 +844,7 @@ def _parse_lines(path: str, lines: Any, *, source: _LineSource | None) -> Trace:
     header: dict[str, Any] | None = None
     store: _blobs.BlobStore | None = None
     cache: dict[str, Any] = {}  # blob values shared across an eager load
-    names: dict[bytes, str] = {}
+    names: dict[Any, str] = {}
     events: list[Event] = []
     torn = False
     offset = 0
@@ -864,7 +867,8 @@ def _parse_lines(path: str, lines: Any, *, source: _LineSource | None) -> Trace:
                     source.blobs = store
             continue
         stripped = raw.rstrip(b"\r\n")
-        if not stripped.strip():
+        # Only a line starting with whitespace can be blank: no copy of every line to see.
+        if not stripped or (stripped[0] in _BLANK and not stripped.strip()):
             lineno += raw.count(b"\n", 0, len(raw) - 1)  # a run of blank lines, read as one
             continue
         complete = raw.endswith(b"\n")
@@ -898,6 +902,8 @@ def _parse_lines(path: str, lines: Any, *, source: _LineSource | None) -> Trace:
 
 
 _SEQ = operator.attrgetter("seq")
+#: The bytes ``bytes.strip`` removes.
+_BLANK = frozenset(b" \t\n\r\x0b\x0c")
 #: Steps are numbered from 0; a seq must fit a signed 64-bit integer.
 _MAX_SEQ = 1 << 63
 MAX_SEQ = _MAX_SEQ
@@ -927,8 +933,14 @@ def _check_unique_seqs(events: list[Event], path: str) -> None:
     )
 
 
-def _eager_event(line: bytes, store: _blobs.BlobStore | None, cache: dict[str, Any], names: dict[bytes, str]) -> Event:
+def _eager_event(line: bytes, store: _blobs.BlobStore | None, cache: dict[str, Any], names: dict[Any, str]) -> Event:
     match = _SKELETON.match(line)
+    if match is not None and line[-1] == 0x7D:
+        event = _exact_event(line, names)
+        if event is not None:
+            if store is not None and _blobs.BLOB_MARKER in line:
+                event._body = _restore_fields(event._body, store, cache)  # type: ignore[arg-type]
+            return event
     event = _lazy_event(line, None, 0, names, match) if match is not None else None
     if event is not None:
         # The writer's layout: the same skeleton a lazy open reads, and the same body a
@@ -945,6 +957,44 @@ def _eager_event(line: bytes, store: _blobs.BlobStore | None, cache: dict[str, A
     if store is not None and _blobs.BLOB_MARKER in line:
         data = _restore_fields(data, store, cache)
     return Event.from_dict(data)
+
+
+def _exact_event(line: bytes, names: dict[Any, str]) -> Event | None:
+    """The event of a line in the writer's exact spelling, its skeleton taken from the one
+    orjson parse of the whole line, or ``None`` (the caller reads it field by field).
+
+    The line matched ``_SKELETON``, so its first eight keys are the skeleton's, in order,
+    with the value types the pattern allows; ``exact_loads`` read them exactly as the
+    stdlib reader would (anything it cannot is ``None``). What the pattern cannot bound
+    is checked here, as ``_lazy_event`` checks it."""
+    body = exact_loads(line, max_depth=_safe.MAX_DEPTH)
+    if body is None:
+        return None
+    event = Event.__new__(Event)
+    event.seq = seq = body.pop("seq")
+    if seq >= _MAX_SEQ:
+        raise ValueError("seq must be an integer from 0 to 2**63-1")
+    kind = body.pop("kind")
+    event.kind = _KIND_STR.get(kind) or kind
+    name = body.pop("name")
+    event.name = names.setdefault(name, name)  # names repeat across a run: share one string
+    event.fingerprint = body.pop("fingerprint")
+    event.ts = start = body.pop("ts")
+    event.duration_ms = took = body.pop("duration_ms")
+    if type(start) is int or type(took) is int:  # the pattern's numbers: 1 reads as an int
+        event.ts, event.duration_ms = start, took = float(start), float(took)
+    if start - start or took - took:  # orjson refuses 1e400 today; a reader must not take inf
+        raise ValueError("ts and duration_ms must be finite numbers")
+    event.ok = body.pop("ok")
+    event.live = body.pop("live")
+    event._body = _check_error(body)
+    event._head = None
+    event._source = None
+    event._offset = 0
+    event._length = len(line)
+    event._keep = True
+    event._request_text = None
+    return event
 
 
 def _check_skeleton(data: dict[str, Any]) -> None:
@@ -977,7 +1027,7 @@ def _lazy_event(
     line: bytes,
     source: _LineSource | None,
     offset: int,
-    names: dict[bytes, str],
+    names: dict[Any, str],
     match: re.Match[bytes] | None = None,
 ) -> Event | None:
     if match is None:
@@ -1013,6 +1063,7 @@ def _lazy_event(
 
 
 _KIND_TEXT = {kind.encode(): kind for kind in KINDS}
+_KIND_STR = {kind: kind for kind in KINDS}
 
 
 def _text_kind(raw: bytes) -> str:
