@@ -987,7 +987,7 @@ def _exact_event(line: bytes, names: dict[Any, str]) -> Event | None:
         raise ValueError("ts and duration_ms must be finite numbers")
     event.ok = body.pop("ok")
     event.live = body.pop("live")
-    event._body = _check_error(body)
+    event._body = _check_fields(body)
     event._head = None
     event._source = None
     event._offset = 0
