@@ -61,7 +61,7 @@ def measured_import(source: str, out: Path, *extra: str, env: dict[str, str] | N
                 status = f"killed after {CASE_TIMEOUT:.0f} s"
                 break
             time.sleep(0.02)
-        process.returncode = -9  # reaped above: Popen must not wait for it again
+        process.returncode = status if isinstance(status, int) else -9  # reaped: Popen must not wait again
         output.seek(0)
         text = output.read()
     if "Traceback" in text:

@@ -105,8 +105,8 @@ def cases() -> dict[str, Case]:
     return found
 
 
-def _one(name: str, case: Case, recorded: Path, work: Path) -> dict[str, Any]:
-    folder = work / f"case-{abs(hash(name))}"
+def _one(number: int, name: str, case: Case, recorded: Path, work: Path) -> dict[str, Any]:
+    folder = work / f"case-{number}"
     folder.mkdir()
     trace = folder / "run.rewind"
     shutil.copyfile(recorded, trace)
@@ -160,7 +160,8 @@ def run(rng: random.Random, work: Path) -> dict[str, Any]:
         raise RuntimeError(f"recording the agent failed: {made.stderr}")
     chosen = cases()
     with concurrent.futures.ThreadPoolExecutor(2) as pool:  # each case has its own stub server
-        results = list(pool.map(lambda item: _one(item[0], item[1], recorded, work), chosen.items()))
+        jobs = [(number, name, case) for number, (name, case) in enumerate(chosen.items())]
+        results = list(pool.map(lambda job: _one(job[0], job[1], job[2], recorded, work), jobs))
     replayed, requests = _disabled_instrumentor(recorded, work)
     return {
         "cases": len(results),
