@@ -39,6 +39,8 @@ SCENARIOS: dict[str, float] = {
     "otlp": 90,
     "report": 90,
     "network": 90,
+    "hostile_import": 150,
+    "startup": 150,
 }
 
 _OPERATORS = {

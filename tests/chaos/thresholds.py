@@ -46,12 +46,60 @@ THRESHOLDS: dict[str, tuple[str, float]] = {
     "report.scripts_executed": ("==", 0),
     "report.pages_not_rendered": ("==", 0),
     "report.control_script_detected": ("==", 1),  # the detector catches a script that does run
+    # Zero-code sessions that cannot start (tests/test_startup_hook.py's cases): all stop, none live.
+    "startup.cases": (">=", 23),
+    "startup.stopped_with_status_2": (">=", 23),
+    "startup.not_stopped": ("==", 0),
+    "startup.requests_to_the_model": ("==", 0),
+    "startup.agent_ran": ("==", 0),
+    "startup.unclear_messages": ("==", 0),
+    "startup.slowest_case_s": ("<=", 30),  # a FIFO or a bad value that hangs the hook ends here
+    "startup.disabled_instrumentor_replayed": ("==", 1),
 }
+
+#: ``rewind import`` of issue 36's hostile telemetry (tests/hostile/telemetry.py, servers.py):
+#: case -> (exit status, seconds at most, peak RSS MiB at most). Each runs capped at 1 GiB of
+#: address space. Before issue 36: the 4 KB zero-byte gzip took 3.9 GB and 13.7 s, the
+#: 40,000-deep chain 233 s, the huge numbers exit 3, the endless cursor never ended.
+HOSTILE_IMPORTS: dict[str, tuple[int, float, float]] = {
+    "zero_bytes_gzip": (2, 15, 192),
+    "empty_spans": (2, 15, 256),
+    "empty_attributes": (2, 20, 512),
+    "chain_40k": (1, 30, 384),  # one step: the rest are the same call nested, content capture off
+    "two_runs_joined": (0, 15, 192),
+    "huge_seq": (0, 15, 192),
+    "huge_start_float": (0, 15, 192),
+    "huge_start_digits": (0, 15, 192),
+    "huge_int_float": (0, 15, 192),
+    "huge_int_digits": (0, 15, 192),
+    "phoenix_endless": (2, 15, 192),
+    "phoenix_trickle": (2, 15, 192),  # REWIND_IMPORT_TIMEOUT=3 ends it, whatever each byte's pace
+    "phoenix_crowded": (2, 15, 192),  # 5,000 spans in one page, REWIND_IMPORT_MAX_SPANS=1000
+}
+for _case, (_status, _seconds, _mib) in HOSTILE_IMPORTS.items():
+    THRESHOLDS[f"hostile_import.{_case}.status"] = ("==", _status)
+    THRESHOLDS[f"hostile_import.{_case}.seconds"] = ("<=", _seconds)
+    THRESHOLDS[f"hostile_import.{_case}.peak_mib"] = ("<=", _mib)
+THRESHOLDS.update(
+    {
+        # What an import wrote reads back numbered 0, 1, 2, ...; what it refused left no file.
+        **{f"hostile_import.{c}.readable": ("==", 1) for c, (status, *_) in HOSTILE_IMPORTS.items() if status != 2},
+        **{
+            f"hostile_import.{c}.nothing_written": ("==", 1)
+            for c in ("zero_bytes_gzip", "empty_spans", "empty_attributes")
+        },
+        "hostile_import.phoenix_endless.requests": ("==", 3),  # three empty pages, then stopped
+        "hostile_import.phoenix_crowded.requests": ("==", 1),  # the cap holds inside the first page
+        "hostile_import.phoenix_redirect.refused": ("==", 1),
+        "hostile_import.phoenix_redirect.connections_off_host": ("==", 0),
+        "hostile_import.phoenix_redirect.seconds": ("<=", 15),
+    }
+)
 
 #: Replay under network="block": how each attack ends today. "blocked" attacks must stay
 #: blocked (a regression fails); an "open" one that becomes blocked is reported as an
-#: improvement to record here. Issue 36 closes the guard's holes: move its attacks to
-#: "blocked" as it lands.
+#: improvement to record here. ``probe NAME`` runs tests/hostile/guard.py's probe NAME in a
+#: network namespace of its own.
 NETWORK_EXPECTED: dict[str, str] = {
     "raw socket connect": "blocked",
     "raw socket connect (IPv6)": "blocked",
@@ -61,8 +109,27 @@ NETWORK_EXPECTED: dict[str, str] = {
     "asyncio open_connection": "blocked",
     "asyncio datagram endpoint": "blocked",
     "DNS getaddrinfo": "blocked",
-    # Known holes (measured when this suite was written):
-    "raw socket sendto (UDP)": "open",  # an unconnected UDP socket's sendto is not guarded
-    "DNS gethostbyname": "open",  # resolves without getaddrinfo
-    "subprocess (python child)": "open",  # a Python subprocess runs without the session
+    # Holes when this suite was written, closed by issue 36 (the audit hook, inherited guard):
+    "raw socket sendto (UDP)": "blocked",
+    "DNS gethostbyname": "blocked",
+    "subprocess (python child)": "blocked",
+    # tests/hostile/guard.py, each in a network namespace holding only loopback:
+    "probe udp_sendto": "blocked",
+    "probe udp_sendmsg": "blocked",
+    "probe loop_sock_sendto": "blocked",
+    "probe c_socket_type": "blocked",  # _socket.socket, under socket.socket's patches
+    "probe bytearray_host": "blocked",
+    "probe msg_fastopen": "blocked",
+    "probe gethostbyname": "blocked",
+    "probe gethostbyname_ex": "blocked",
+    "probe gethostbyaddr": "blocked",
+    "probe getnameinfo": "blocked",
+    "probe getaddrinfo_localhost_subdomain": "blocked",  # x.localhost is a DNS query
+    "probe child_subprocess": "blocked",
+    "probe child_subprocess_env": "blocked",
+    "probe child_os_system": "blocked",
+    "probe child_multiprocessing_spawn": "blocked",
+    "probe child_curl": "blocked",  # curl honours the dead proxy the guard's variables name
+    # Known hole, documented in docs/what-if.md: no Python code stops C calling connect().
+    "probe ctypes_connect": "open",
 }

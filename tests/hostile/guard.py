@@ -129,19 +129,22 @@ def netns(args: list[str]) -> list[str]:
     return ["unshare", "-rn", "sh", "-c", 'ip link set lo up 2>/dev/null || true; exec "$@"', "sh", *args]
 
 
-def write_probe(name: str, folder: Path) -> Path:
+def write_probe(name: str, folder: Path, body: str | None = None) -> Path:
+    """The probe's script in ``folder``: ``PROBES[name]``, or ``body`` (a probe of another suite)."""
     child = folder / "child.py"
     child.write_text(CHILD)
     script = folder / f"probe_{name}.py"
-    body = textwrap.dedent(PROBES[name])
+    body = textwrap.dedent(PROBES[name] if body is None else body)
     script.write_text(f"{_HOLD}{_VERDICT}CHILD = {str(child)!r}\n{body}")
     return script
 
 
-def run_probe(name: str, folder: Path, *, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_probe(
+    name: str, folder: Path, *, body: str | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("REWIND_")}
     return subprocess.run(
-        netns([sys.executable, str(write_probe(name, folder))]),
+        netns([sys.executable, str(write_probe(name, folder, body))]),
         capture_output=True,
         text=True,
         timeout=timeout,
