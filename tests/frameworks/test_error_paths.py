@@ -19,8 +19,9 @@ import pytest
 STATUSES = {"openai": (429, 500, 401), "anthropic": (429, 529, 401)}
 
 
-def describe(exc: BaseException) -> dict[str, Any]:
-    """What an error handler can read of ``exc`` and of the errors it wraps."""
+def describe(exc: BaseException, _outer: frozenset[int] = frozenset()) -> dict[str, Any]:
+    """What an error handler can read of ``exc`` and of the errors it wraps (a chain that
+    comes back to an error already described, as crewai's retries make, ends there)."""
     seen: dict[str, Any] = {"class": f"{type(exc).__module__}.{type(exc).__qualname__}", "str": str(exc)}
     for name in ("status_code", "code", "body"):
         value = getattr(exc, name, None)
@@ -40,7 +41,8 @@ def describe(exc: BaseException) -> dict[str, Any]:
     # The error a framework re-raised from (``raise ... from e``). ``__context__`` is not read:
     # the SDKs raise their status errors ``from None``, hiding the httpx error inside.
     if exc.__cause__ is not None:
-        seen["cause"] = describe(exc.__cause__)
+        cause = exc.__cause__
+        seen["cause"] = "<cycle>" if id(cause) in _outer | {id(exc)} else describe(cause, _outer | {id(exc)})
     return seen
 
 
@@ -164,6 +166,26 @@ def haystack_agent(battery: Any) -> Any:
     return assistant.run(messages=[ChatMessage.from_user("hello")])["messages"][-1].text
 
 
+def llamaindex_agent(battery: Any) -> Any:
+    from llama_index.core.agent.workflow import FunctionAgent
+    from llama_index.llms.openai import OpenAI
+
+    async def main() -> str:
+        llm = OpenAI(model="gpt-4o-mini", api_base=battery.stub.openai_base_url, max_retries=0)
+        return str(await FunctionAgent(tools=[], llm=llm).run(user_msg="hello"))
+
+    return asyncio.run(main())
+
+
+def crewai_crew(battery: Any) -> Any:
+    from crewai import LLM, Agent, Crew, Task
+
+    llm = LLM(model="gpt-4o-mini", base_url=battery.stub.openai_base_url, max_retries=0)
+    agent = Agent(role="Greeter", goal="Greet people", backstory="You say hello.", llm=llm, verbose=False)
+    task = Task(description="Say hello.", expected_output="A greeting.", agent=agent)
+    return str(Crew(agents=[agent], tasks=[task], verbose=False).kickoff())
+
+
 FRAMEWORKS: dict[str, tuple[str, str, Callable[[Any], Any]]] = {
     # name: (module to import, provider, one call)
     "langchain-openai": ("langchain_openai", "openai", langchain_openai),
@@ -177,6 +199,9 @@ FRAMEWORKS: dict[str, tuple[str, str, Callable[[Any], Any]]] = {
     "dspy": ("dspy", "openai", dspy_predict),
     "autogen": ("autogen_ext.models.openai", "openai", autogen_assistant),
     "haystack": ("haystack", "openai", haystack_agent),
+    # groups of their own (frameworks/llamaindex.txt, frameworks/crewai.txt)
+    "llamaindex": ("llama_index.llms.openai", "openai", llamaindex_agent),
+    "crewai": ("crewai", "openai", crewai_crew),
 }
 #: What rewind hooks for a framework when not only its provider's SDK: litellm-based ones are
 #: recorded at litellm's own layer (it reaches the stub through the openai SDK underneath).
