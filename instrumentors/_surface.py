@@ -249,6 +249,11 @@ class Provider:
         attrs.update(self.request_attributes(surface, request))
         return (f"{surface.operation} {model}" if isinstance(model, str) else surface.operation), attrs
 
+    def request_url(self, surface: Surface, instance: Any, kwargs: Mapping[str, Any]) -> str | None:
+        """The URL a call through ``instance`` went to, where this SDK builds it its own way
+        (a replayed error's ``e.response.request``); ``None``: the shared builders'."""
+        return None
+
     def server_attributes(self, instance: Any) -> dict[str, Any]:
         """``server.address`` / ``server.port`` of the client behind ``instance``.
 
@@ -600,7 +605,11 @@ class _Invocation:
 
     def request_target(self) -> tuple[str, str]:
         """The method and URL this call went to: what the SDK's own request builder makes of
-        its endpoint (an Azure deployment path, a default query), or base URL plus path."""
+        its endpoint (an Azure deployment path, a default query), the provider's own
+        (``Provider.request_url``), or base URL plus path."""
+        url = self.surface.provider.request_url(self.surface, self.instance, self.kwargs)
+        if url is not None:
+            return "POST", url
         client = getattr(self.instance, "_client", None)
         options = getattr(self.surface.provider.kit, "final_request_options", None)
         build = getattr(client, "_build_request", None)

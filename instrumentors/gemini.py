@@ -25,6 +25,7 @@ client used).
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import json
 from collections.abc import Mapping, Sequence
@@ -59,16 +60,29 @@ _SAMPLING = (
 )
 
 
+def _http_module() -> Any:
+    """The httpx the SDK's clients are built on: ``httpx2`` (pydantic's fork, a namespace of
+    its own) where google-genai picks it by default, else ``httpx``; ``None`` for 1.0, which
+    talked to the API through requests. A replayed error's response is of the live one's type."""
+    try:
+        from google.genai import _api_client
+
+        backend = _api_client._get_http_client_backend(None)
+    except Exception:  # releases before the httpx2 backend
+        backend = "httpx"
+    for name in (backend, "httpx"):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    return None
+
+
 class GoogleKit(Kit):
     """The ``google-genai`` core: generator streams, pydantic types revived with ``_from_response``."""
 
     def __init__(self) -> None:
-        try:
-            import httpx
-
-            self.httpx = httpx
-        except ImportError:  # 1.0 talked to the API through requests
-            self.httpx = None
+        self.httpx = _http_module()
 
     def is_stream(self, obj: Any) -> bool:
         return isinstance(obj, GENERATORS + ASYNC_GENERATORS)
@@ -151,6 +165,28 @@ class GeminiProvider(NativeProvider):
         if getattr(getattr(instance, "_api_client", None), "vertexai", False):
             attrs["gen_ai.provider.name"] = "gcp.vertex_ai"
         return name, attrs
+
+    def request_url(self, surface: Surface, instance: Any, kwargs: Mapping[str, Any]) -> str | None:
+        """``<base URL><API version>/models/<model>:<method>``, as ``BaseApiClient`` joins it."""
+        api: Any = getattr(instance, "_api_client", None)
+        options = getattr(api, "_http_options", None)
+        base, version, model = (
+            getattr(options, "base_url", None),
+            getattr(options, "api_version", None),
+            kwargs.get("model"),
+        )
+        if getattr(api, "vertexai", False) or not (
+            isinstance(base, str) and isinstance(version, str) and isinstance(model, str)
+        ):
+            return None  # Vertex AI's paths name the project and location: the shared join
+        try:
+            from google.genai import _transformers
+
+            model = _transformers.t_model(api, model)
+        except Exception:  # an SDK without the helper: the name as given
+            pass
+        url = base.rstrip("/") + "/" + version + surface.path.replace("/models/{model}", "/" + model.lstrip("/"))
+        return url + ("?alt=sse" if surface.method == "_generate_content_stream" else "")
 
     def server_attributes(self, instance: Any) -> dict[str, Any]:
         options = getattr(getattr(instance, "_api_client", None), "_http_options", None)
@@ -236,6 +272,8 @@ class GeminiProvider(NativeProvider):
 
     def revive_error(self, record: Mapping[str, Any], step: int) -> BaseException:
         exc = revive_error(record, step, httpx=self.kit.httpx)
+        # google-genai's APIError has no ``e.request`` (the response carries it): none on replay.
+        vars(exc).pop("request", None)
         if "details" in record:
             try:
                 exc.details = record["details"]  # type: ignore[attr-defined]

@@ -45,6 +45,7 @@ from typing import Any
 
 import wrapt
 
+from rewind._http_error import bind_request, public_url
 from rewind.canonical import to_jsonable
 
 from ._errors import ReplayedHTTPResponse
@@ -488,6 +489,9 @@ class LiteLLMProvider(OpenAICompatibleProvider, NativeProvider):
         headers = getattr(exc, "litellm_response_headers", None)
         if headers:
             record["litellm_response_headers"] = keep_headers(headers)
+        target = _request_target(exc, self.kit.httpx)
+        if target is not None:
+            record["request_target"] = target
         return record
 
     def revive_error(self, record: Mapping[str, Any], step: int) -> BaseException:
@@ -504,6 +508,45 @@ class LiteLLMProvider(OpenAICompatibleProvider, NativeProvider):
             except (AttributeError, TypeError):
                 pass
         return exc
+
+
+def _request_target(exc: BaseException, httpx: Any) -> list[str] | None:
+    """The method and URL (credentials in the query removed) of the request ``exc``'s
+    response answered, when it carries one."""
+    try:
+        request = exc.response.request  # type: ignore[attr-defined]
+        return [str(request.method), str(public_url(httpx, str(request.url)))]
+    except Exception:  # no response, or an httpx response never bound to a request
+        return None
+
+
+#: Stands for the call's ``api_base`` in a recorded request URL (an endpoint is never recorded).
+_API_BASE = "{api_base}"
+
+
+def _relative_target(record: dict[str, Any], kwargs: Mapping[str, Any]) -> None:
+    """Write the recorded request URL relative to the call's ``api_base``, so no endpoint is kept."""
+    target, base = record.get("request_target"), kwargs.get("api_base") or kwargs.get("base_url")
+    if isinstance(target, list) and isinstance(base, str) and base and target[1].startswith(base.rstrip("/")):
+        target[1] = _API_BASE + target[1][len(base.rstrip("/")) :]
+
+
+def _bind_target(exc: BaseException, record: Mapping[str, Any], kwargs: Mapping[str, Any], httpx: Any) -> BaseException:
+    """A replayed error's response made a real httpx one bound to the request litellm sent
+    (``api_base`` from the replaying call): handlers (smolagents', dspy's, a user's) read
+    ``e.response.request`` and ``e.request`` as they did live."""
+    target = record.get("request_target")
+    if not (isinstance(target, list) and len(target) == 2 and all(isinstance(p, str) for p in target)):
+        return exc
+    method, url = target
+    if url.startswith(_API_BASE):
+        base = kwargs.get("api_base") or kwargs.get("base_url")
+        if not isinstance(base, str):
+            return exc
+        url = base.rstrip("/") + url[len(_API_BASE) :]
+    if "[redacted by rewind]" in url:
+        return exc
+    return bind_request(exc, httpx, method, url)
 
 
 def _parameter_names(function: Any) -> tuple[str, ...]:
@@ -660,6 +703,8 @@ class LiteLLMInvocation(_Invocation):
     def failed(self, exc: BaseException) -> None:
         try:
             error = self.surface.provider.error_record(exc) if isinstance(exc, Exception) else None
+            if error is not None:
+                _relative_target(error, self.kwargs)
             secrets = secret_values(self.kwargs)
             if error is not None and secrets:  # litellm error texts may quote what they were given
                 error = scrub(error, secrets)
@@ -694,7 +739,10 @@ class LiteLLMInvocation(_Invocation):
         state = event.get("litellm")
         state = state if isinstance(state, Mapping) else {}
         if not event.ok and stream_record is None:
-            call.raise_recorded_error(event, provider.revive_error(event.error or {}, event.seq))
+            error = event.error or {}
+            call.raise_recorded_error(
+                event, _bind_target(provider.revive_error(error, event.seq), error, self.kwargs, provider.kit.httpx)
+            )
         if stream_record is not None:
             assert isinstance(provider, LiteLLMProvider)
             engine = ReplayEngine(call, surface, event, _chunk_reviver(provider, surface, state))

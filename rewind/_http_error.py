@@ -187,7 +187,7 @@ def http_response(record: Mapping[str, Any], httpx: Any, method: str, url: str) 
     body = (text if isinstance(text, str) else "").encode("utf-8")
     body = encode_body(body, headers)
     status = record.get("status_code")
-    request = httpx.Request(method, _public_url(httpx, url))
+    request = httpx.Request(method, public_url(httpx, url))
     return httpx.Response(
         status if isinstance(status, int) and not isinstance(status, bool) else 0,
         headers=headers,
@@ -213,7 +213,8 @@ def encode_body(body: bytes, headers: dict[str, str]) -> bytes:
     return body
 
 
-def _public_url(httpx: Any, url: str) -> Any:
+def public_url(httpx: Any, url: str) -> Any:
+    """``url`` as an ``httpx.URL`` without the query parameters that carry credentials."""
     parsed = httpx.URL(url)
     params = parsed.params
     if any(is_secret_header(str(key)) for key in params):
@@ -234,7 +235,7 @@ def bind_request(
     if not isinstance(shim, ReplayedHTTPResponse):
         if carries_request and isinstance(exc, carries_request) and "request" not in vars(exc):
             try:
-                exc.request = httpx.Request(method, _public_url(httpx, url))  # type: ignore[attr-defined]
+                exc.request = httpx.Request(method, public_url(httpx, url))  # type: ignore[attr-defined]
             except Exception:  # a read-only property, an odd URL: as before
                 pass
         return exc

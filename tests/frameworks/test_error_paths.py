@@ -19,8 +19,9 @@ import pytest
 STATUSES = {"openai": (429, 500, 401), "anthropic": (429, 529, 401)}
 
 
-def describe(exc: BaseException) -> dict[str, Any]:
-    """What an error handler can read of ``exc`` and of the errors it wraps."""
+def describe(exc: BaseException, _outer: frozenset[int] = frozenset()) -> dict[str, Any]:
+    """What an error handler can read of ``exc`` and of the errors it wraps (a chain that
+    comes back to an error already described, as crewai's retries make, ends there)."""
     seen: dict[str, Any] = {"class": f"{type(exc).__module__}.{type(exc).__qualname__}", "str": str(exc)}
     for name in ("status_code", "code", "body"):
         value = getattr(exc, name, None)
@@ -40,7 +41,8 @@ def describe(exc: BaseException) -> dict[str, Any]:
     # The error a framework re-raised from (``raise ... from e``). ``__context__`` is not read:
     # the SDKs raise their status errors ``from None``, hiding the httpx error inside.
     if exc.__cause__ is not None:
-        seen["cause"] = describe(exc.__cause__)
+        cause = exc.__cause__
+        seen["cause"] = "<cycle>" if id(cause) in _outer | {id(exc)} else describe(cause, _outer | {id(exc)})
     return seen
 
 
@@ -96,6 +98,94 @@ def instructor_openai(battery: Any) -> Any:
     ).model_dump()
 
 
+def langgraph_react(battery: Any) -> Any:
+    from langchain_openai import ChatOpenAI
+    from langgraph.prebuilt import create_react_agent
+
+    model = ChatOpenAI(model="gpt-4o-mini", base_url=battery.stub.openai_base_url, max_retries=0)
+    state = create_react_agent(model, tools=[]).invoke({"messages": [("user", "hello")]})
+    return str(state["messages"][-1].content)
+
+
+def smolagents_litellm(battery: Any) -> Any:
+    from smolagents import LiteLLMModel, ToolCallingAgent
+
+    # retry=False: smolagents' own rate-limit retry waits a minute between attempts.
+    model = LiteLLMModel(
+        model_id="openai/gpt-4o-mini", api_base=battery.stub.openai_base_url, api_key="sk-battery", retry=False
+    )
+    return str(ToolCallingAgent(tools=[], model=model, max_steps=1, verbosity_level=0).run("hello"))
+
+
+def smolagents_openai(battery: Any) -> Any:
+    from smolagents import OpenAIServerModel, ToolCallingAgent
+
+    model = OpenAIServerModel(
+        model_id="gpt-4o-mini",
+        api_base=battery.stub.openai_base_url,
+        api_key="sk-battery",
+        client_kwargs={"max_retries": 0},
+        retry=False,
+    )
+    return str(ToolCallingAgent(tools=[], model=model, max_steps=1, verbosity_level=0).run("hello"))
+
+
+def dspy_predict(battery: Any) -> Any:
+    import dspy
+
+    lm = dspy.LM("openai/gpt-4o-mini", api_base=battery.stub.openai_base_url, cache=False, num_retries=0)
+    with dspy.context(lm=lm):
+        return dspy.Predict("question -> answer")(question="hello").answer
+
+
+def autogen_assistant(battery: Any) -> Any:
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_ext.models.openai import OpenAIChatCompletionClient
+
+    async def main() -> Any:
+        client = OpenAIChatCompletionClient(
+            model="gpt-4o-mini-2024-07-18", base_url=battery.stub.openai_base_url, max_retries=0
+        )
+        try:
+            result = await AssistantAgent("assistant", model_client=client).run(task="hello")
+            return str(result.messages[-1].content)
+        finally:
+            await client.close()
+
+    return asyncio.run(main())
+
+
+def haystack_agent(battery: Any) -> Any:
+    from haystack.components.agents import Agent
+    from haystack.components.generators.chat import OpenAIChatGenerator
+    from haystack.dataclasses import ChatMessage
+
+    generator = OpenAIChatGenerator(model="gpt-4o-mini", api_base_url=battery.stub.openai_base_url, max_retries=0)
+    assistant = Agent(chat_generator=generator)
+    assistant.warm_up()
+    return assistant.run(messages=[ChatMessage.from_user("hello")])["messages"][-1].text
+
+
+def llamaindex_agent(battery: Any) -> Any:
+    from llama_index.core.agent.workflow import FunctionAgent
+    from llama_index.llms.openai import OpenAI
+
+    async def main() -> str:
+        llm = OpenAI(model="gpt-4o-mini", api_base=battery.stub.openai_base_url, max_retries=0)
+        return str(await FunctionAgent(tools=[], llm=llm).run(user_msg="hello"))
+
+    return asyncio.run(main())
+
+
+def crewai_crew(battery: Any) -> Any:
+    from crewai import LLM, Agent, Crew, Task
+
+    llm = LLM(model="gpt-4o-mini", base_url=battery.stub.openai_base_url, max_retries=0)
+    agent = Agent(role="Greeter", goal="Greet people", backstory="You say hello.", llm=llm, verbose=False)
+    task = Task(description="Say hello.", expected_output="A greeting.", agent=agent)
+    return str(Crew(agents=[agent], tasks=[task], verbose=False).kickoff())
+
+
 FRAMEWORKS: dict[str, tuple[str, str, Callable[[Any], Any]]] = {
     # name: (module to import, provider, one call)
     "langchain-openai": ("langchain_openai", "openai", langchain_openai),
@@ -103,7 +193,19 @@ FRAMEWORKS: dict[str, tuple[str, str, Callable[[Any], Any]]] = {
     "openai-agents": ("agents", "openai", openai_agents),
     "pydantic-ai": ("pydantic_ai", "openai", pydantic_ai),
     "instructor": ("instructor", "openai", instructor_openai),
+    "langgraph": ("langgraph", "openai", langgraph_react),
+    "smolagents-litellm": ("smolagents", "openai", smolagents_litellm),
+    "smolagents-openai": ("smolagents", "openai", smolagents_openai),
+    "dspy": ("dspy", "openai", dspy_predict),
+    "autogen": ("autogen_ext.models.openai", "openai", autogen_assistant),
+    "haystack": ("haystack", "openai", haystack_agent),
+    # groups of their own (frameworks/llamaindex.txt, frameworks/crewai.txt)
+    "llamaindex": ("llama_index.llms.openai", "openai", llamaindex_agent),
+    "crewai": ("crewai", "openai", crewai_crew),
 }
+#: What rewind hooks for a framework when not only its provider's SDK: litellm-based ones are
+#: recorded at litellm's own layer (it reaches the stub through the openai SDK underneath).
+PATCHES = {"smolagents-litellm": ("litellm", "openai"), "dspy": ("litellm", "openai")}
 
 
 @pytest.mark.parametrize(
@@ -120,7 +222,7 @@ def test_a_provider_error_replays_through_the_framework(battery: Any, framework:
     # Three in a row: a framework that builds its client with the SDK's default two retries
     # (pydantic-ai) meets the failure too, not only the SDK's retry loop inside one step.
     battery.stub.fail_next(status, n=3, headers={"retry-after": "0"})
-    kind, seen = battery.run(agent, providers=(provider,))
+    kind, seen = battery.run(agent, providers=PATCHES.get(framework, (provider,)))
     assert battery.steps[0].ok is False  # the provider's failure is a recorded step
     if kind == "raised":  # the framework re-raised it (as its own class, or the SDK's)
         assert str(status) in repr(seen)

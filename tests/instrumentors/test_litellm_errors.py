@@ -58,6 +58,20 @@ def test_provider_errors_replay_as_litellm_exceptions(
     if live_response is not None:
         assert error.response.status_code == live_response.status_code
         assert dict(error.response.headers) == dict(live_response.headers)
+        # A real httpx response bound to the request litellm sent (frameworks and handlers
+        # read e.response.request, e.request), its URL rebuilt from the replaying call's
+        # api_base: the trace keeps only the path.
+        live_request = live_response.request
+        assert type(error.response) is type(live_response) and error.response.text == live_response.text
+        assert (error.response.request.method, str(error.response.request.url)) == (
+            live_request.method,
+            str(live_request.url),
+        )
+        assert (error.request.method, str(error.request.url)) == (
+            live.value.request.method,
+            str(live.value.request.url),
+        )
+        assert stub.openai_base_url not in trace_path.read_text()
     assert error.litellm_response_headers["Retry-After"] == live.value.litellm_response_headers["retry-after"] == "7"
 
 

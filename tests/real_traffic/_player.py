@@ -35,9 +35,21 @@ SDK_OF_HOST = {
     "api.mistral.ai": "mistral",
     "api.cohere.com": "cohere",
     "bedrock-runtime.us-east-1.amazonaws.com": "bedrock",
+    "generativelanguage.googleapis.com": "gemini",
 }
 #: Endpoints (by the end of their path) the harness knows how to call.
-ENDPOINTS = ("/chat/completions", "/responses", "/embeddings", "/messages", "/v2/chat", "/converse", "/converse-stream")
+ENDPOINTS = (
+    "/chat/completions",
+    "/responses",
+    "/embeddings",
+    "/messages",
+    "/v2/chat",
+    "/converse",
+    "/converse-stream",
+    ":generateContent",  # Gemini API: /v1beta/models/<model>:<method>
+    ":streamGenerateContent",
+    ":batchEmbedContents",
+)
 #: Headers that describe one transfer of the body, not the response: the player sets its own.
 _TRANSFER = frozenset({"content-length", "transfer-encoding", "content-encoding", "connection"})
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import _gemini
 import pytest
 from _observe import aobserve, differences, observe, observe_error
 from _player import ENDPOINTS, Interaction, Player, interactions
@@ -116,6 +117,9 @@ def _run(interaction: Interaction, base_url: str, mode: str) -> Any:
     """Make the recorded call through the SDK and observe everything its outcome shows."""
     if interaction.sdk == "bedrock":
         return _bedrock(interaction, base_url)
+    if interaction.sdk == "gemini":
+        pytest.importorskip("google.genai")
+        return _gemini.run(interaction, base_url, is_async=mode in ("async", "streaming", "async_raw"))
     if interaction.sdk in ("mistral", "cohere"):
         return _native(interaction, base_url, is_async=mode in ("async", "streaming", "async_raw"))
     client = _client(interaction, base_url, is_async=mode in ("async", "streaming", "async_raw"))
@@ -150,13 +154,13 @@ def _run(interaction: Interaction, base_url: str, mode: str) -> Any:
 def patched() -> Any:
     from rewind.integrations import patched
 
-    with patched("openai", "anthropic", "groq", "mistral", "cohere", "bedrock"):
+    with patched("openai", "anthropic", "groq", "mistral", "cohere", "bedrock", "gemini"):
         yield
 
 
 def test_the_corpus_is_large_and_varied() -> None:
     assert len(CORPUS) >= 150
-    assert {i.sdk for i in CORPUS} == {"openai", "anthropic", "groq", "mistral", "cohere", "bedrock"}
+    assert {i.sdk for i in CORPUS} == {"openai", "anthropic", "groq", "mistral", "cohere", "bedrock", "gemini"}
     assert {i.endpoint for i in CORPUS} == set(ENDPOINTS)
     assert any(i.streamed for i in CORPUS) and any(i.status >= 400 for i in CORPUS)
     # OpenAI-compatible servers' extensions, which the SDK exposes live as extra fields:
