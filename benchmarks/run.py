@@ -40,16 +40,19 @@ SMOKE: dict[str, list[str]] = {
     "bench_compact": SMALL,
     "bench_fireworks": SMALL,
     "bench_groq": SMALL,
+    "bench_hybrid": SMALL,
     "bench_litellm": SMALL,
     "bench_matching": ["--events", "200", "--repeat", "1"],
     "bench_mcp": SMALL,
     "bench_memory": ["--events", "5", "--size", "20000"],
     "bench_openai": SMALL,
+    "bench_proxy": SMALL,
     "bench_record": SMALL,
     "bench_replay": SMALL,
     "bench_report": SMALL,
     "bench_together": SMALL,
     "bench_trace_io": [*SMALL, "--scaling", ""],
+    "bench_views": [*SMALL, "--tui-steps", "2000"],
 }
 # Runs a module as __main__ and tells its verdict from a crash: a module exits 1 when it
 # missed a target, but so does Python on an uncaught exception.

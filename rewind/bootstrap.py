@@ -452,7 +452,8 @@ def _finish(session: Session, status_file: str | None = None) -> None:
         )
     if failure:
         failure = dialect.translate(failure)
-    status["network_blocked"] = [f"{error.host}:{error.port}" for error in blocked]
+    if blocked:
+        status["network_blocked"] = [f"{error.host}:{error.port}" for error in blocked]
     status["served"] = session.cursor
     live_from = getattr(session.matcher, "live_from", None)
     if isinstance(live_from, int):

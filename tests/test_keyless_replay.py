@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import os
 from pathlib import Path
 
@@ -50,12 +51,19 @@ def test_overlapping_replays_keep_the_placeholders_until_the_last_ends(keyless: 
     with rewind.record(path):
         pass
     first, second = rewind.replay(path), rewind.replay(path)
-    first.__enter__()
-    second.__enter__()
-    first.__exit__(None, None, None)
-    assert os.environ["OPENAI_API_KEY"] == PLACEHOLDER  # the second replay still runs
-    second.__exit__(None, None, None)
+
+    def overlapping() -> None:
+        first.__enter__()
+        second.__enter__()
+        first.__exit__(None, None, None)
+        assert os.environ["OPENAI_API_KEY"] == PLACEHOLDER  # the second replay still runs
+        second.__exit__(None, None, None)
+
+    # Sessions left out of order restore the current session out of order too: keep that
+    # inside a context of its own, so no later test in this worker inherits it.
+    contextvars.copy_context().run(overlapping)
     assert "OPENAI_API_KEY" not in os.environ
+    assert rewind.current_session() is None
 
 
 def test_a_recording_gets_no_placeholder(keyless: None, tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ import openai
 import pytest
 
 import rewind
-from rewind.errors import FuzzyMatchWarning, ReplayDriftWarning, UnconsumedEventsWarning
+from rewind.errors import FuzzyMatchWarning, ReplayDriftWarning, RewindError, UnconsumedEventsWarning
 from rewind.proxy import DIVERGENCE_STATUS, Proxy, UpstreamConfigError
 from rewind.stub_server import StubServer
 from rewind.trace import Trace
@@ -304,7 +304,8 @@ def test_ordered_and_fuzzy_matching(stub: StubServer, upstreams, proxies, trace_
             model="m", messages=[{"role": "user", "content": "second question about hotels"}]
         )
     assert reply.choices[0].message.content == "Echo: first question about flights"
-    with pytest.warns(UnconsumedEventsWarning):
+    # Every step it served drifted: another run's answers, which fails the replay (issue 35).
+    with pytest.raises(RewindError, match="another run's answers"):
         ordered.stop()
 
 
