@@ -144,9 +144,10 @@ def test_content_uploaded_by_the_completion_hook(
     files = _referenced_files(source)
     assert files and all(f.parent == uploads for f in files), files
     deadline = time.monotonic() + 20  # the hook uploads on a thread of its own
-    while not all(f.exists() for f in files) and time.monotonic() < deadline:
+    # A file appears before the hook has written it: wait for its content, not its name.
+    while not all(f.exists() and f.stat().st_size > 0 for f in files) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert all(f.exists() for f in files)
+    assert all(f.exists() and f.stat().st_size > 0 for f in files)
     spans_text = source.read_text()
     assert '"gen_ai.input.messages"' not in spans_text and '"gen_ai.input.messages_ref"' in spans_text
 
