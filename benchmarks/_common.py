@@ -83,7 +83,7 @@ def read_and_orjson(path: Path, *, gc_paused: bool = False) -> Callable[[], floa
 
     import orjson
 
-    from rewind import _gc_pause
+    from rewind.data import gc_pause as _gc_pause
 
     def measure() -> float:
         start = time.process_time()
@@ -199,7 +199,7 @@ def bare_spans(count: int) -> Callable[[], float]:
     with a comparable set of attributes on rewind's own tracer, with no session."""
     from opentelemetry.trace import SpanKind
 
-    from rewind.telemetry import TRACERS
+    from rewind.engine.telemetry import TRACERS
 
     attributes = {
         "gen_ai.operation.name": "chat",

@@ -23,8 +23,8 @@ from pathlib import Path
 import _common as c
 import _workload as w
 
-from rewind.archive import compact
-from rewind.trace import Trace
+from rewind.storage.archive import compact
+from rewind.storage.trace import Trace
 
 TARGET_RATIO = 10.0
 

@@ -9,7 +9,7 @@ import sys
 
 from _stainless_bench import Target, run
 
-from rewind.integrations import patch_fireworks
+from rewind.setup.integrations import patch_fireworks
 
 TARGET = Target(
     package="fireworks",

@@ -9,7 +9,7 @@ import sys
 
 from _stainless_bench import Target, run
 
-from rewind.integrations import patch_groq
+from rewind.setup.integrations import patch_groq
 
 TARGET = Target(
     package="groq",

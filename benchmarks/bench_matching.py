@@ -26,9 +26,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rewind.canonical import fingerprint
-from rewind.matching import FuzzyMatcher, IncomingCall, OrderedMatcher, ParallelMatcher, StrictMatcher
-from rewind.trace import Event, Trace, TraceWriter, new_header
+from rewind.data.canonical import fingerprint
+from rewind.matching.strategies import FuzzyMatcher, IncomingCall, OrderedMatcher, ParallelMatcher, StrictMatcher
+from rewind.storage.trace import Event, Trace, TraceWriter, new_header
 
 EVENTS = 5_000
 HISTORY = 10  # messages re-sent per model call: consecutive requests overlap, as in a real agent

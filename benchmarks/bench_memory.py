@@ -41,7 +41,7 @@ def document(index: int, size: int) -> str:
 def _child(mode: str, path: str, events: int, size: int) -> None:
     """What runs in the measured process; prints its peak RSS in bytes."""
     import rewind
-    from rewind.trace import Trace
+    from rewind.storage.trace import Trace
 
     @rewind.tool(name="read_document")
     def read_document(index: int) -> str:

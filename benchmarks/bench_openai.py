@@ -27,7 +27,7 @@ from typing import Any
 
 from _stainless_bench import Target, run
 
-from rewind.integrations import patch_openai
+from rewind.setup.integrations import patch_openai
 
 
 def _as_openai_sends_it(payload: dict[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import _common as c
 import _workload as w
 
 from rewind.report import render_report
-from rewind.trace import Trace
+from rewind.storage.trace import Trace
 
 TARGET = 3.0
 

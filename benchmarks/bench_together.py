@@ -10,7 +10,7 @@ from typing import Any
 
 from _stainless_bench import Target, run
 
-from rewind.integrations import patch_together
+from rewind.setup.integrations import patch_together
 
 
 def _together_shape(payload: dict[str, Any]) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from pathlib import Path
 import _common as c
 import _workload as w
 
-from rewind.trace import Trace
+from rewind.storage.trace import Trace
 
 OPEN_TARGET = 1.2
 LOAD_TARGET = 1.5
@@ -142,8 +142,8 @@ def write_small_trace(path: Path, steps: int) -> None:
     """``steps`` small tool calls in the writer's own layout (Event.to_line), written in bulk."""
     import json
 
-    from rewind.canonical import request_text, text_fingerprint
-    from rewind.trace import Event, new_header
+    from rewind.data.canonical import request_text, text_fingerprint
+    from rewind.storage.trace import Event, new_header
 
     with open(path, "wb", buffering=1 << 20) as fh:
         fh.write(json.dumps(new_header(), separators=(",", ":")).encode() + b"\n")

@@ -27,9 +27,9 @@ import _common as c
 import _workload as w
 from bench_trace_io import write_small_trace
 
-from rewind.diff import diff_traces
-from rewind.trace import Trace
-from rewind.tui import Browser
+from rewind.cli.tui import Browser
+from rewind.inspection.diff import diff_traces
+from rewind.storage.trace import Trace
 
 DIFF_TARGET = 3.0
 TUI_TARGET = 1.0

@@ -31,7 +31,7 @@ from typing import Any
 import openai
 
 import rewind
-from rewind.integrations import patch_openai
+from rewind.setup.integrations import patch_openai
 from rewind.stub_server import StubServer
 
 CITIES = ("Lisbon", "Kyoto", "Quito")

@@ -31,7 +31,7 @@ except ImportError:
     sys.exit("This demo needs the openai SDK: pip install openai")
 
 import rewind
-from rewind.diff import diff_traces, render_text
+from rewind.inspection.diff import diff_traces, render_text
 from rewind.stub_server import StubServer
 
 MODEL = os.environ.get("MODEL", "gpt-4o-mini")

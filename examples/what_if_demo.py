@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import real_agent_demo as demo  # the folder of this file, just added
 
 import rewind
-from rewind.diff import diff_traces, render_text
-from rewind.network_guard import NetworkBlockedError
+from rewind.engine.network_guard import NetworkBlockedError
+from rewind.inspection.diff import diff_traces, render_text
 from rewind.stub_server import StubServer
 from rewind.what_if import mutate
 

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from rewind._channel import PARCELS
-from rewind.trace import TraceWriter
+from rewind.engine.channel import PARCELS
+from rewind.storage.trace import TraceWriter
 
 
 class RewindSpanExporter(SpanExporter):

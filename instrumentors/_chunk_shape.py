@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from rewind.errors import TraceFormatError
-from rewind.trace import Event
+from rewind.storage.trace import Event
 
 
 def check_stream(event: Event, stream: Any, chunk_type: Any, *, wanted: bool) -> None:

@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rewind._http_error import ReplayedHTTPResponse, Unrecorded, bounded_response, keep_headers
-from rewind.canonical import to_jsonable
+from rewind.data.canonical import to_jsonable
+from rewind.data.http_error import ReplayedHTTPResponse, Unrecorded, bounded_response, keep_headers
+from rewind.data.replayed_error import decode_error, encode_error
 from rewind.errors import ReplayedError
-from rewind.replayed_error import decode_error, encode_error
 
 __all__ = ["ReplayedHTTPResponse", "Unrecorded", "add_response", "error_record", "keep_headers", "revive_error"]
 

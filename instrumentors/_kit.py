@@ -16,7 +16,7 @@ import types
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
-from rewind._http_error import encode_body
+from rewind.data.http_error import encode_body
 
 
 class Kit:

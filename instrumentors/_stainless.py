@@ -16,8 +16,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from rewind._http_error import SECRET_HEADERS as SECRET_HEADERS  # litellm reads it from here
-from rewind._http_error import keep_headers as keep_headers  # one credential policy for every header kept
+from rewind.data.http_error import SECRET_HEADERS as SECRET_HEADERS  # litellm reads it from here
+from rewind.data.http_error import keep_headers as keep_headers  # one credential policy for every header kept
 
 from ._kit import Kit, httpx_response
 
@@ -199,7 +199,7 @@ def dump_model(obj: Any) -> Any:
     model_dump = getattr(obj, "model_dump", None)
     if callable(model_dump):
         return model_dump(mode="json", by_alias=True, exclude_unset=True)
-    from rewind.canonical import to_jsonable
+    from rewind.data.canonical import to_jsonable
 
     return to_jsonable(obj)
 

@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 import wrapt
 
-from rewind._http_error import keep_headers
+from rewind.data.http_error import keep_headers
 from rewind.errors import RedactionError, TraceWriteError
 
 from ._stainless import sse_chunks
 
 if TYPE_CHECKING:
-    from rewind.core import Call
-    from rewind.trace import Event
+    from rewind.engine.core import Call
+    from rewind.storage.trace import Event
 
     from ._surface import Surface
 

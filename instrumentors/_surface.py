@@ -88,10 +88,10 @@ from urllib.parse import urlsplit
 
 import wrapt
 
-from rewind._http_error import bind_request, without_secrets
-from rewind.core import Call, begin_call
+from rewind.data.http_error import bind_request, without_secrets
+from rewind.engine.core import Call, begin_call
+from rewind.engine.session import current_session, warn_if_threadless
 from rewind.errors import PatchGapWarning, RedactionError, ReviveFallbackWarning, TraceWriteError
-from rewind.session import current_session, warn_if_threadless
 
 from ._chunk_shape import check_stream
 from ._errors import error_record, revive_error
@@ -101,7 +101,7 @@ from ._streams import NESTED as _NESTED
 from ._streams import AsyncRaw, RecordEngine, ReplayEngine, SyncRaw, stream_proxy
 
 if TYPE_CHECKING:
-    from rewind.policy import ReplayPolicy
+    from rewind.engine.policy import ReplayPolicy
 
 #: Call keywords that configure transport, not the request: never part of identity.
 TRANSPORT_KEYS = frozenset({"extra_headers", "timeout", "api_key", "idempotency_key"})

@@ -44,8 +44,8 @@ from typing import Any
 import wrapt
 from opentelemetry import trace
 
+from rewind.engine.telemetry import TRACERS
 from rewind.errors import PatchGapWarning, RewindWarning
-from rewind.telemetry import TRACERS
 
 from ._instrumentor import SurfaceInstrumentor
 from ._stainless import dump_model, resolve

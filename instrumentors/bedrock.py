@@ -30,8 +30,8 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from rewind._http_error import keep_headers
-from rewind.replayed_error import decode_error, replayed_class
+from rewind.data.http_error import keep_headers
+from rewind.data.replayed_error import decode_error, replayed_class
 
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import Kit

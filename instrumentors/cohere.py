@@ -37,9 +37,9 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from rewind.canonical import to_jsonable
+from rewind.data.canonical import to_jsonable
+from rewind.engine.session import current_session
 from rewind.errors import PatchGapWarning
-from rewind.session import current_session
 
 from ._errors import add_response, error_record, revive_error
 from ._instrumentor import SurfaceInstrumentor

@@ -31,8 +31,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rewind._http_error import is_secret_header
-from rewind.canonical import to_jsonable
+from rewind.data.canonical import to_jsonable
+from rewind.data.http_error import is_secret_header
 
 from ._errors import add_response, error_record, revive_error
 from ._instrumentor import SurfaceInstrumentor

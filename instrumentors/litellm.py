@@ -45,8 +45,8 @@ from typing import Any
 
 import wrapt
 
-from rewind._http_error import bind_request, public_url
-from rewind.canonical import to_jsonable
+from rewind.data.canonical import to_jsonable
+from rewind.data.http_error import bind_request, public_url
 
 from ._errors import ReplayedHTTPResponse
 from ._instrumentor import SurfaceInstrumentor

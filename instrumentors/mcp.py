@@ -41,9 +41,9 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import SchemaValidator
 
-from rewind.core import Call, begin_call
+from rewind.data.replayed_error import decode_error
+from rewind.engine.core import Call, begin_call
 from rewind.errors import RedactionError
-from rewind.replayed_error import decode_error
 
 from ._errors import error_record
 from ._instrumentor import SurfaceInstrumentor

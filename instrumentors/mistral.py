@@ -27,7 +27,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rewind.canonical import to_jsonable
+from rewind.data.canonical import to_jsonable
 from rewind.errors import PatchGapWarning
 
 from ._errors import ReplayedHTTPResponse, add_response, error_record, revive_error

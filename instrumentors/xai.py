@@ -37,9 +37,9 @@ from typing import Any
 import wrapt
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
-from rewind.core import Call
+from rewind.data.replayed_error import decode_error, encode_error
+from rewind.engine.core import Call
 from rewind.errors import PatchGapWarning
-from rewind.replayed_error import decode_error, encode_error
 
 from ._kit import Kit
 from ._streams import RecordEngine, stream_proxy

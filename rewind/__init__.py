@@ -11,14 +11,45 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+import sys
 
-from . import integrations
-from .accounting import DEFAULT_PRICES, Accounting, ModelPrice, ModelUsage, account
-from .core import Call, begin_call
-from .decorators import llm, memory, tool
-from .diff import DiffEntry, TraceDiff, diff_traces, render_text
-from .doubles import NeverCalled, ScriptedLLM
+from rewind.engine.core import Call, begin_call
+from rewind.engine.decorators import llm, memory, tool
+from rewind.engine.policy import ReplayPolicy
+from rewind.engine.replay import ReplaySpanProcessor
+from rewind.engine.session import Session, current_session, fork, record, replay
+from rewind.engine.threads import patch_thread_pool
+from rewind.inspection.accounting import DEFAULT_PRICES, Accounting, ModelPrice, ModelUsage, account
+from rewind.inspection.diff import DiffEntry, TraceDiff, diff_traces, render_text
+from rewind.matching import (
+    FuzzyMatcher,
+    IncomingCall,
+    Matcher,
+    OrderedMatcher,
+    ParallelMatcher,
+    StrictMatcher,
+)
+from rewind.matching.similarity import lexical_similarity, set_similarity, use_embedding_similarity
+from rewind.setup.integrations import (
+    auto_patch,
+    patch_anthropic,
+    patch_bedrock,
+    patch_cohere,
+    patch_fireworks,
+    patch_gemini,
+    patch_groq,
+    patch_litellm,
+    patch_mcp,
+    patch_mistral,
+    patch_openai,
+    patch_together,
+    patch_xai,
+)
+from rewind.storage.trace import Event, Trace
+from rewind.testing.doubles import NeverCalled, ScriptedLLM
+
+from . import _moved
+from ._version import __version__
 from .errors import (
     DivergenceError,
     FuzzyMatchWarning,
@@ -40,28 +71,7 @@ from .errors import (
     TraceWriteError,
     UnconsumedEventsWarning,
 )
-from .integrations import (
-    auto_patch,
-    patch_anthropic,
-    patch_bedrock,
-    patch_cohere,
-    patch_fireworks,
-    patch_gemini,
-    patch_groq,
-    patch_litellm,
-    patch_mcp,
-    patch_mistral,
-    patch_openai,
-    patch_together,
-    patch_xai,
-)
-from .matching import FuzzyMatcher, IncomingCall, Matcher, OrderedMatcher, ParallelMatcher, StrictMatcher
-from .policy import ReplayPolicy
-from .replay import ReplaySpanProcessor
-from .session import Session, current_session, fork, record, replay
-from .similarity import lexical_similarity, set_similarity, use_embedding_similarity
-from .threads import patch_thread_pool
-from .trace import Event, Trace
+from .setup import integrations
 
 #: Tools most programs never touch, imported on first use so ``import rewind`` stays quick.
 _LAZY = {
@@ -74,7 +84,7 @@ _LAZY = {
     "runs": "rewind.what_if.runs",
     "refresh": "rewind.what_if.refresh",
     "wilson_interval": "rewind.what_if.runs",
-    "NetworkBlockedError": "rewind.network_guard",
+    "NetworkBlockedError": "rewind.engine.network_guard",
 }
 
 
@@ -167,3 +177,5 @@ __all__ = [
     "runs",
     "wilson_interval",
 ]
+
+_moved.install(sys.modules[__name__])

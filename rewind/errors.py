@@ -124,7 +124,7 @@ class ReplayedError(RewindError):
     def __reduce__(self) -> tuple[Any, ...]:
         # Rebuilt through the receiving process's imported modules (or as plain
         # ReplayedError): see rewind.replayed_error.reduce_replayed.
-        from .replayed_error import reduce_replayed
+        from rewind.data.replayed_error import reduce_replayed
 
         return reduce_replayed(self)
 

@@ -135,7 +135,7 @@ def main(document: str) -> int:
             ANTHROPIC_BASE_URL=stub.anthropic_base_url,
             PYTHONBREAKPOINT="0",  # break_at= samples must not wait for a debugger
         )
-        from rewind.placeholder_keys import SDK_KEYS
+        from rewind.engine.placeholder_keys import SDK_KEYS
 
         for names in SDK_KEYS:
             os.environ.setdefault(names[0], "doc-sample-key")

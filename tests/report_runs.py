@@ -50,7 +50,7 @@ def record_agent_run(path: Path, stub: StubServer, *, city: str = "Paris", hosti
     import anthropic
     import openai
 
-    from rewind.integrations import patch_anthropic, patch_openai
+    from rewind.setup.integrations import patch_anthropic, patch_openai
 
     text = HOSTILE if hostile else "Plan a weekend in " + city
     tool_name = ("weather" + HOSTILE) if hostile else "get_weather"

@@ -8,7 +8,7 @@ import pytest
 from rewind_runs import anthropic_response, chat_response, record_calls, record_trip, trip_agent
 
 import rewind
-from rewind.accounting import (
+from rewind.inspection.accounting import (
     DEFAULT_PRICES,
     UNKNOWN_MODEL,
     Accounting,

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 import rewind
-from rewind import trace as trace_module
-from rewind.archive import compact
-from rewind.canonical import fingerprint, to_jsonable
-from rewind.trace import Trace, TraceFormatError
+from rewind.data.canonical import fingerprint, to_jsonable
+from rewind.storage import trace as trace_module
+from rewind.storage.archive import compact
+from rewind.storage.trace import Trace, TraceFormatError
 
 THRESHOLD = 1_000
 BIG = "screenshot:" + "A" * 5_000  # one "image", re-sent every turn

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import rewind
-from rewind.bootstrap import EnvironmentConfigError, session_from_environment
+from rewind.setup.bootstrap import EnvironmentConfigError, session_from_environment
 
 # A decorator-based agent: fast to start, no SDK needed. QUESTION picks the request.
 AGENT = """

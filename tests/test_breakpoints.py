@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 import rewind
-from rewind.trace import Event
+from rewind.storage.trace import Event
 
 REPO = Path(__file__).resolve().parent.parent
 WAIT = 30.0  # seconds; only a guard against hanging, never a timing assertion

@@ -9,7 +9,7 @@ import warnings
 import pydantic
 import pytest
 
-from rewind.canonical import canonical_json, fingerprint, from_jsonable, normalize_repr, to_jsonable
+from rewind.data.canonical import canonical_json, fingerprint, from_jsonable, normalize_repr, to_jsonable
 from rewind.errors import LossySerializationWarning
 
 
@@ -139,7 +139,7 @@ def test_fingerprint_differs_when_content_differs() -> None:
 
 
 def test_the_one_pass_canonical_text_matches_the_converted_form_for_plain_data() -> None:
-    from rewind.canonical import canonical_text
+    from rewind.data.canonical import canonical_text
 
     value = {"model": "m", "messages": [{"role": "user", "content": "héllo"}], "n": 1.5, "t": (1, 2), "x": None}
     assert canonical_text(value) == canonical_json(to_jsonable(value))

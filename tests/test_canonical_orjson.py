@@ -31,8 +31,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import rewind.canonical as canonical
-from rewind.canonical import canonical_json, canonical_text, fast_dumps, request_text, to_jsonable
+import rewind.data.canonical as canonical
+from rewind.data.canonical import canonical_json, canonical_text, fast_dumps, request_text, to_jsonable
 
 orjson = pytest.importorskip("orjson")
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import rewind
-from rewind.trace import Trace
+from rewind.storage.trace import Trace
 
 
 @rewind.tool

@@ -12,8 +12,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import rewind
-from rewind.content_capture import ENV, capturing, input_attributes, output_attributes
-from rewind.telemetry import TRACERS
+from rewind.engine.content_capture import ENV, capturing, input_attributes, output_attributes
+from rewind.engine.telemetry import TRACERS
 
 
 def _messages(attrs: dict[str, str], key: str) -> Any:
@@ -271,7 +271,7 @@ def test_real_sdk_streams_carry_the_accumulated_answer(
 ) -> None:
     anthropic = pytest.importorskip("anthropic")
     openai = pytest.importorskip("openai")
-    from rewind.integrations import patched
+    from rewind.setup.integrations import patched
     from rewind.stub_server import StubServer
 
     monkeypatch.setenv(ENV, "SPAN_ONLY")

@@ -35,10 +35,10 @@ from typing import Any
 import pytest
 
 import rewind
-from rewind.archive import compact
-from rewind.canonical import canonical_json, canonical_text, text_fingerprint, to_jsonable
+from rewind.data.canonical import canonical_json, canonical_text, text_fingerprint, to_jsonable
+from rewind.storage.archive import compact
+from rewind.storage.trace import Trace
 from rewind.stub_server import StubServer
-from rewind.trace import Trace
 
 CORPUS = Path(__file__).resolve().parent / "fixtures" / "corpus"
 API_KEY = "sk-corpus-never-in-a-trace"

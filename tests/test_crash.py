@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import rewind
-from rewind.trace import Trace
+from rewind.storage.trace import Trace
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import rewind
-from rewind.trace import Trace
+from rewind.storage.trace import Trace
 
 live_calls: list[str] = []
 

@@ -7,8 +7,8 @@ import pytest
 from rewind_runs import chat_response, record_calls, record_long, record_trip
 
 import rewind
-from rewind import diff as diff_module
-from rewind.diff import CHANGED, DELETED, EQUAL, INSERTED, DiffEntry, TraceDiff, diff_traces, render_text
+from rewind.inspection import diff as diff_module
+from rewind.inspection.diff import CHANGED, DELETED, EQUAL, INSERTED, DiffEntry, TraceDiff, diff_traces, render_text
 
 
 def ops(diff: TraceDiff) -> list[tuple[str, int | None, int | None]]:
@@ -232,7 +232,7 @@ def test_provider_ids_are_masked_but_a_tool_id_is_data(tmp_path: Path) -> None:
 
 
 def test_long_strings_that_share_a_prefix_are_shown_around_their_difference() -> None:
-    from rewind.diff import _path_lines
+    from rewind.inspection.diff import _path_lines
 
     common = "preferences: window seat, no red-eyes | " * 3
     before_run, after_run = {"content": common + "Visit Porto first."}, {"content": common + "Visit Lisbon first."}

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import rewind
-from rewind.diff import diff_traces, percent, render_text
+from rewind.inspection.diff import diff_traces, percent, render_text
 
 SYSTEM = "You are a careful travel agent who checks every flight with the search tool. " * 60
 

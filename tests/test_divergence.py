@@ -8,19 +8,9 @@ from typing import Any
 import pytest
 
 import rewind
-from rewind.divergence import (
-    CONTENT,
-    KIND,
-    LONGER,
-    NAME,
-    ORDER,
-    TOOLS,
-    VOLATILE,
-    classify,
-    request_diff,
-)
 from rewind.matching import IncomingCall
-from rewind.trace import Event, Trace
+from rewind.matching.divergence import CONTENT, KIND, LONGER, NAME, ORDER, TOOLS, VOLATILE, classify, request_diff
+from rewind.storage.trace import Event, Trace
 
 SEARCH_TOOL = {"type": "function", "function": {"name": "search", "parameters": {"type": "object"}}}
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import rewind
+from rewind.data.replayed_error import decode_error, encode_error, resolve_class
 from rewind.errors import ReplayedError
-from rewind.replayed_error import decode_error, encode_error, resolve_class
-from rewind.trace import Trace
+from rewind.storage.trace import Trace
 
 
 def _record(module: str, qualname: str, **extra: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import pytest
 
 import rewind
 from rewind.matching import IncomingCall
-from rewind.trace import Event, Trace
+from rewind.storage.trace import Event, Trace
 
 LIVE: list[str] = []
 

@@ -19,8 +19,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import rewind
+from rewind.engine.telemetry import TRACERS
 from rewind.stub_server import StubServer
-from rewind.telemetry import TRACERS
 
 sys.path.insert(0, str(Path(__file__).parent / "importing"))
 from otlp_files import write_json
@@ -171,7 +171,7 @@ def test_names_agree_with_the_installed_semantic_conventions() -> None:
     it only where an older release lacks it: both spellings must be today's."""
     from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
 
-    from rewind import genai_names
+    from rewind.data import genai_names
 
     for name, value in vars(genai_names).items():
         if name.isupper():

@@ -13,7 +13,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from rewind.cli import cli
-from rewind.trace import Event, Trace, new_header
+from rewind.storage.trace import Event, Trace, new_header
 from tests.hostile import telemetry
 
 HOSTILE = "look\x9b2J\u202eright"

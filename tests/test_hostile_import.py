@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rewind.trace import Trace
+from rewind.storage.trace import Trace
 from tests.hostile import telemetry
 from tests.hostile.bounded import rewind_cli
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rewind import network_guard
+from rewind.engine import network_guard
 from rewind.importing import TelemetryError
 from rewind.importing.phoenix import read_phoenix
 from tests.hostile.bounded import rewind_cli

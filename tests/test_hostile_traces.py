@@ -28,11 +28,11 @@ import pytest
 from click.testing import CliRunner
 
 import rewind
-from rewind import _safe_read
-from rewind.archive import compact
 from rewind.cli import cli
+from rewind.data import safe_read as _safe_read
 from rewind.errors import RewindError, TraceFormatError
-from rewind.trace import Trace
+from rewind.storage.archive import compact
+from rewind.storage.trace import Trace
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "trace-format.md"
 READERS = pytest.mark.parametrize("opener", [Trace.open, Trace.load], ids=["open", "load"])
@@ -356,7 +356,7 @@ def test_nesting_is_bounded_at_the_documented_depth(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("externalize", [None, 1])
 def test_whatever_recording_writes_stays_within_the_reading_depth(tmp_path: Path, externalize: int | None) -> None:
-    from rewind.canonical import MAX_DEPTH as WRITE_DEPTH
+    from rewind.data.canonical import MAX_DEPTH as WRITE_DEPTH
 
     assert WRITE_DEPTH + 4 < _safe_read.MAX_DEPTH  # line object, request, blob markers: room to spare
 
@@ -762,7 +762,7 @@ def test_recorded_chunks_a_span_summary_cannot_read_still_replay(tmp_path: Path,
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from rewind.telemetry import TRACERS
+    from rewind.engine.telemetry import TRACERS
 
     if not TRACERS.uses_private_provider():
         pytest.skip("a global SDK tracer provider is configured in this process")

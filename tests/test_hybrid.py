@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 import rewind
+from rewind.engine.policy import ReplayPolicy, Selector
 from rewind.errors import DivergenceError, FuzzyMatchWarning, NeverLiveError
-from rewind.policy import ReplayPolicy, Selector
 
 
 class World:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import rewind
-from rewind.canonical import fingerprint, to_jsonable
+from rewind.data.canonical import fingerprint, to_jsonable
 from rewind.errors import IdentityCollisionWarning, LossySerializationWarning
 
 SEEDS = ("1", "2", "4242")
@@ -297,7 +297,7 @@ def test_fingerprints_of_values_handled_before_did_not_change() -> None:
 
 
 def test_one_function_run_as_a_script_and_imported_by_a_test_is_the_same_function() -> None:
-    from rewind.function_names import same_function
+    from rewind.data.function_names import same_function
 
     assert same_function("__main__:step", "test_crash:test_kill.<locals>.step")
     assert same_function("__main__:Web.run", "agent:Web.run")

@@ -23,8 +23,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import rewind
 from rewind.cli import cli
+from rewind.engine.telemetry import TRACERS
 from rewind.stub_server import StubServer
-from rewind.telemetry import TRACERS
 
 sys.path.insert(0, str(Path(__file__).parent / "importing"))
 from otlp_files import write_json, write_proto

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import rewind
-from rewind.placeholder_keys import PLACEHOLDER
+from rewind.engine.placeholder_keys import PLACEHOLDER
 from rewind.stub_server import StubServer
 
 openai = pytest.importorskip("openai")

@@ -21,8 +21,8 @@ from rewind.matching import (
     register_matcher,
     resolve_matcher,
 )
-from rewind.similarity import set_similarity
-from rewind.trace import Event, Trace
+from rewind.matching.similarity import set_similarity
+from rewind.storage.trace import Event, Trace
 
 LIVE: list[str] = []
 
@@ -319,7 +319,7 @@ class NewestFirst:
         self.left = list(range(len(trace.events)))
 
     def match(self, cursor: int, call: IncomingCall, trace: Trace) -> Event:
-        from rewind.divergence import divergence
+        from rewind.matching.divergence import divergence
 
         for index in reversed(self.left):
             if trace.events[index].name == call.name:

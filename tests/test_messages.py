@@ -11,8 +11,8 @@ import pytest
 
 import rewind
 from rewind.cli.stats import _money
-from rewind.dialect import translate
-from rewind.summary import failed_steps, plural, recorded, replayed
+from rewind.data.dialect import translate
+from rewind.inspection.summary import failed_steps, plural, recorded, replayed
 
 AGENT = """
 import os, rewind

@@ -15,9 +15,9 @@ from dropping_proxy import DroppingProxy
 from what_if_agent import LIVE, client, record, run_agent
 
 import rewind
-from rewind.pytest_plugin import assert_resilient, resilience_cases
+from rewind.storage.trace import Trace
 from rewind.stub_server import StubServer
-from rewind.trace import Trace
+from rewind.testing.pytest_plugin import assert_resilient, resilience_cases
 from rewind.what_if import FAULTS, FaultError, MutateError, Mutation, mutate, plan
 
 UNUSED = "http://127.0.0.1:9/v1"  # nothing listens: only the trace can answer

@@ -64,7 +64,7 @@ def test_a_fault_handler_reaching_out_is_a_crash_not_a_recovery(fallback: tuple[
     assert done.returncode == 1, done.stdout + done.stderr
     [result] = json.loads(done.stdout)["results"]
     assert result["outcome"] == "crashed"
-    assert result["error"] == "rewind.network_guard.NetworkBlockedError"
+    assert result["error"] == "rewind.engine.network_guard.NetworkBlockedError"
     assert f"tried to reach {OFF_HOST}:80" in result["detail"]
 
 

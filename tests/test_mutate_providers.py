@@ -30,9 +30,9 @@ from dropping_proxy import DroppingProxy
 
 import rewind
 from rewind.errors import ReplayedError
-from rewind.pytest_plugin import assert_resilient, resilience_cases
+from rewind.storage.trace import Trace
 from rewind.stub_server import StubServer
-from rewind.trace import Trace
+from rewind.testing.pytest_plugin import assert_resilient, resilience_cases
 from rewind.what_if import mutate, plan
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # litellm must not fetch its cost map

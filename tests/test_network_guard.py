@@ -18,8 +18,8 @@ import pytest
 from what_if_agent import LIVE, client, record, run_agent
 
 import rewind
-from rewind import network_guard
-from rewind.network_guard import NetworkBlockedError
+from rewind.engine import network_guard
+from rewind.engine.network_guard import NetworkBlockedError
 from rewind.stub_server import StubServer
 
 # Never contacted: the guard refuses before any packet leaves (TEST-NET-3, RFC 5737).

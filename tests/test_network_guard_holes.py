@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import rewind
-from rewind import _guard_children, network_guard
+from rewind.engine import guard_children as _guard_children
+from rewind.engine import network_guard
 from tests.hostile.guard import CHILD, PROBES, netns, run_probe
 
 

@@ -15,7 +15,7 @@ import pytest
 import rewind
 from rewind import LossySerializationWarning, ReplayedError, RewindError
 from rewind.errors import DivergenceError, RedactionError, TraceFormatError
-from rewind.trace import Trace
+from rewind.storage.trace import Trace
 
 
 class Opaque:
@@ -432,7 +432,7 @@ def test_break_at_past_the_end_is_a_value_error_naming_the_step_count(trace_path
 
 def test_an_sdk_call_under_a_raising_redactor_records_and_replays_the_redaction_error(trace_path: Path) -> None:
     openai = pytest.importorskip("openai")
-    from rewind.integrations import patch_openai
+    from rewind.setup.integrations import patch_openai
     from rewind.stub_server import StubServer
 
     def scrub(payload: Any) -> Any:
@@ -459,7 +459,7 @@ def test_an_sdk_call_under_a_raising_redactor_records_and_replays_the_redaction_
 
 def test_a_cancelled_sdk_call_records_and_replays_without_divergence(trace_path: Path) -> None:
     openai = pytest.importorskip("openai")
-    from rewind.integrations import patch_openai
+    from rewind.setup.integrations import patch_openai
     from rewind.stub_server import StubServer
 
     async def program(session: rewind.Session, base_url: str) -> list[str]:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import rewind
-from rewind.trace import Trace
+from rewind.storage.trace import Trace
 
 CALLS: list[str] = []
 
@@ -101,8 +101,8 @@ def test_diff_and_show_tell_a_refresh(golden: Path, tmp_path: Path) -> None:
 
 
 def test_the_environment_opens_a_refresh(golden: Path, tmp_path: Path) -> None:
-    from rewind.bootstrap import EnvironmentConfigError, session_from_environment
-    from rewind.summary import refreshed
+    from rewind.inspection.summary import refreshed
+    from rewind.setup.bootstrap import EnvironmentConfigError, session_from_environment
 
     fresh = tmp_path / "fresh.rewind"
     env = {"REWIND_REPLAY": str(golden), "REWIND_REFRESH": "1", "REWIND_SAVE_AS": str(fresh)}

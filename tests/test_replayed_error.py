@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 import rewind
-from rewind.replayed_error import decode_error, encode_error
+from rewind.data.replayed_error import decode_error, encode_error
 
 
 class ProviderError(Exception):

@@ -21,13 +21,13 @@ from report_runs import HOSTILE, png_data_url, record_agent_run, write_odd_trace
 from rewind_runs import record_long, record_trip
 
 import rewind
-from rewind.accounting import DEFAULT_PRICES, ModelPrice, account, usage_of
+from rewind.inspection.accounting import DEFAULT_PRICES, ModelPrice, account, usage_of
 from rewind.report import Limits, render_diff_report, render_report, write_diff_report, write_report
 from rewind.report._diff_data import side_by_side
 from rewind.report._page import lines_block, script_safe
 from rewind.report._payload import CLIP, IMAGE
+from rewind.storage.trace import Trace
 from rewind.stub_server import StubServer
-from rewind.trace import Trace
 
 
 class _Page(HTMLParser):
@@ -285,7 +285,7 @@ def test_a_damaged_step_is_shown_as_damaged(tmp_path: Path) -> None:
 
 
 def test_a_compacted_trace_reports_like_the_original(tmp_path: Path) -> None:
-    from rewind.archive import compact
+    from rewind.storage.archive import compact
 
     path = record_trip(tmp_path / "run.rewind")
     archive = tmp_path / "run.rewind.gz"

@@ -20,7 +20,7 @@ from report_browser import Chromium, Page, blankness, find_chromium
 from report_runs import HOSTILE, record_agent_run, write_odd_trace
 from rewind_runs import record_long, record_trip
 
-from rewind.accounting import ModelPrice, account
+from rewind.inspection.accounting import ModelPrice, account
 from rewind.report import Limits, write_diff_report, write_report
 from rewind.stub_server import StubServer
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from rewind.decorators import _RequestBinder
+from rewind.engine.decorators import _RequestBinder
 
 
 # Signature shapes, not types: each is bound with random calls below.

@@ -10,8 +10,8 @@ import tracemalloc
 from pathlib import Path
 
 import rewind
-from rewind.archive import compact
-from rewind.trace import Trace
+from rewind.storage.archive import compact
+from rewind.storage.trace import Trace
 
 MB = 1_000_000
 

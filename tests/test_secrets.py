@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import rewind
-from rewind.trace import Trace
+from rewind.storage.trace import Trace
 
 KEYS = {
     "client": "sk-client-KEY-1111111111111111",

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import rewind
-from rewind.trace import Trace
+from rewind.storage.trace import Trace
 
 SECRET = "sk-live-123456"
 

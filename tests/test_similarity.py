@@ -16,7 +16,7 @@ import pytest
 
 import rewind
 from rewind.errors import RewindError
-from rewind.similarity import (
+from rewind.matching.similarity import (
     EmbeddingSimilarity,
     embedding_text,
     get_similarity,

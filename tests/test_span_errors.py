@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from rewind._span_errors import REMOVED, request_credentials, without_credentials
+from rewind.engine.span_errors import REMOVED, request_credentials, without_credentials
 
 
 def _status_error(request: httpx.Request) -> httpx.HTTPStatusError:

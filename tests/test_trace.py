@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import rewind
-from rewind.trace import Event, Trace, TraceFormatError
+from rewind.storage.trace import Event, Trace, TraceFormatError
 
 
 @rewind.tool

@@ -43,7 +43,7 @@ from click.testing import CliRunner
 import rewind
 from rewind.cli import cli
 from rewind.errors import RewindError, RewindWarning
-from rewind.trace import Trace
+from rewind.storage.trace import Trace
 
 CASES = int(os.environ.get("REWIND_FUZZ_CASES", "0")) or None
 SEED = 20261201

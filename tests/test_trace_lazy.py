@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 import rewind
-from rewind import trace as trace_module
-from rewind.archive import compact
-from rewind.trace import Event, Trace, TraceFormatError
+from rewind.storage import trace as trace_module
+from rewind.storage.archive import compact
+from rewind.storage.trace import Event, Trace, TraceFormatError
 
 
 @rewind.tool

@@ -23,8 +23,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rewind import _gc_pause
-from rewind.trace import Event, Trace, new_header
+from rewind.data import gc_pause as _gc_pause
+from rewind.storage.trace import Event, Trace, new_header
 
 EDGE_NUMBERS = [0, -1, 2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63) - 1, 10**40, -(2**100)]
 EDGE_NUMBERS += [0.0, -0.0, 5e-324, 1.7976931348623157e308, 0.1, 1e22, 1e-5, math.nan, math.inf, -math.inf]

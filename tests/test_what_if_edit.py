@@ -12,10 +12,10 @@ from openai.types.chat import ChatCompletion
 from what_if_agent import LIVE, client, record, run_agent
 
 import rewind
-from rewind.diff import diff_traces, render_text
 from rewind.errors import DivergenceError
+from rewind.inspection.diff import diff_traces, render_text
+from rewind.storage.trace import Trace
 from rewind.stub_server import StubServer
-from rewind.trace import Trace
 from rewind.what_if import EditError, load_edit_file
 
 UNUSED = "http://127.0.0.1:9/v1"  # nothing listens: a call that went live here would fail

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 import rewind
-from rewind.archive import compact
 from rewind.errors import DivergenceError, RewindError, TraceLockedError
-from rewind.trace import Trace
+from rewind.storage.archive import compact
+from rewind.storage.trace import Trace
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX file limits and locks")
 

@@ -25,7 +25,7 @@ import atexit
 
 def _rewind_exit_status():
     import sys
-    apply = getattr(sys.modules.get("rewind.bootstrap"), "apply_exit_status", None)
+    apply = getattr(sys.modules.get("rewind.setup.bootstrap"), "apply_exit_status", None)
     if apply is not None:
         apply()
 

@@ -36,7 +36,7 @@ def _start() -> None:
     if not target:
         return
     try:
-        from rewind.bootstrap import autostart, owned_elsewhere
+        from rewind.setup.bootstrap import autostart, owned_elsewhere
     except BaseException as exc:  # rewind is not importable by this interpreter
         where = sys.executable
         sys.stderr.write(f"rewind: cannot start the session: {exc} (is agent-rewind-otel installed for {where}?)\n")
@@ -48,7 +48,7 @@ def _start() -> None:
             return  # a subprocess of the program that owns this session
         autostart()
     except Exception as exc:
-        from rewind.bootstrap import fail_start
+        from rewind.setup.bootstrap import fail_start
 
         fail_start(exc)
 
@@ -82,10 +82,10 @@ def _watch_unrecorded_child() -> None:
     mode = "record" if os.environ.get("REWIND_RECORD") else "replay"
 
     def report() -> None:
-        if "rewind.decorators" not in sys.modules and SDK_MODULES.isdisjoint(sys.modules):
+        if "rewind.engine.decorators" not in sys.modules and SDK_MODULES.isdisjoint(sys.modules):
             return
         try:
-            from rewind.nothing_recorded import report_unrecorded_child
+            from rewind.engine.nothing_recorded import report_unrecorded_child
         except Exception:
             return
         report_unrecorded_child(mode)

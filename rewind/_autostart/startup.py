@@ -119,7 +119,7 @@ def _inherit_network_guard() -> None:
     if not os.environ.get("REWIND_GUARD_NETWORK"):
         return
     try:
-        from rewind._guard_children import inherit
+        from rewind.engine.guard_children import inherit
 
         inherit()
     except Exception as exc:  # the program must not run unguarded
@@ -139,14 +139,14 @@ def run() -> None:
         return
     if _on_path(_HERE):
         return  # a child of `rewind record|replay`: its sitecustomize opens the session
-    from rewind import bootstrap
-    from rewind.bootstrap import autostart, environment_started, fail_start, owned_elsewhere
+    from rewind.setup import bootstrap
+    from rewind.setup.bootstrap import autostart, environment_started, fail_start, owned_elsewhere
 
     # The start-up hook registered the exit handler that applies a failed replay's status.
     bootstrap.exit_status_applied_late = True
     try:
         if owned_elsewhere():
-            from rewind.nothing_recorded import watch_unrecorded_child
+            from rewind.engine.nothing_recorded import watch_unrecorded_child
 
             watch_unrecorded_child(variable.removeprefix("REWIND_").lower())
             return  # a subprocess of the program that owns this session

@@ -15,9 +15,10 @@ from typing import Any
 
 import click
 
-from .. import __version__
-from .._escape import inert
-from ..errors import RewindError
+from rewind._version import __version__
+from rewind.data.escape import inert
+from rewind.errors import RewindError
+
 from ._common import EXIT_INTERNAL, CliError, Output, explain
 
 #: The name this project is installed under (``pip show agent-rewind-otel``).

@@ -11,9 +11,9 @@ from typing import IO, Any
 
 import click
 
-from .._escape import inert
-from ..errors import TraceFormatError
-from ..trace import Trace
+from rewind.data.escape import inert
+from rewind.errors import TraceFormatError
+from rewind.storage.trace import Trace
 
 #: Exit status for bad usage or unreadable input (click uses 2 for usage errors too).
 EXIT_INPUT = 2

@@ -25,9 +25,10 @@ from typing import IO, Any
 
 import click
 
-from .. import _autostart
-from .._escape import inert
-from ..bootstrap import SESSION_VARIABLES
+from rewind import _autostart
+from rewind.data.escape import inert
+from rewind.setup.bootstrap import SESSION_VARIABLES
+
 from ._common import CliError
 
 #: The command ran, but the session reported a failure (a divergence, steps left unserved).

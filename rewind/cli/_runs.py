@@ -16,8 +16,8 @@ from typing import Any
 
 import click
 
-from .._escape import inert
-from ..what_if.runs import (
+from rewind.data.escape import inert
+from rewind.what_if.runs import (
     Attempt,
     RunResult,
     RunsError,
@@ -28,6 +28,7 @@ from ..what_if.runs import (
     run_name,
     save_verdict,
 )
+
 from ._common import CliError
 from ._run import EXIT_SESSION_FAILED, run_child
 
@@ -157,7 +158,7 @@ def verdict(
     data = outcome.to_dict()
     save_verdict(outcome)
     if html_path is not None:
-        from ..report.verdict import write_verdict_report
+        from rewind.report.verdict import write_verdict_report
 
         write_verdict_report(outcome, html_path)
     if as_json:
@@ -171,7 +172,7 @@ def verdict(
 
 
 def _import_callable(option: str, spec: str) -> Callable[..., Any]:
-    from ..bootstrap import EnvironmentConfigError, import_callable
+    from rewind.setup.bootstrap import EnvironmentConfigError, import_callable
 
     try:
         return import_callable(spec, option)

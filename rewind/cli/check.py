@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import click
 
-from .._escape import inert, inert_json
-from ..errors import TraceFormatError
-from ..importing import check_trace
+from rewind.data.escape import inert, inert_json
+from rewind.errors import TraceFormatError
+from rewind.importing import check_trace
+
 from ._common import CliError, explain, get_output
 
 

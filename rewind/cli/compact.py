@@ -6,9 +6,10 @@ import os
 
 import click
 
-from .._escape import inert
-from ..archive import compact
-from ..trace import Trace
+from rewind.data.escape import inert
+from rewind.storage.archive import compact
+from rewind.storage.trace import Trace
+
 from ._common import CliError, get_output, open_trace
 
 

@@ -6,7 +6,8 @@ import os
 
 import click
 
-from ..diff import diff_traces, render_text
+from rewind.inspection.diff import diff_traces, render_text
+
 from ._common import CliError, get_output, open_trace
 
 EXIT_SAME = 0
@@ -63,7 +64,8 @@ def command(
     diff = diff_traces(trace_a, trace_b, exact=exact)
     out.emit(render_text(diff, context=context, verbose=verbose, color=out.color))
     if html_path is not None:
-        from ..report import write_diff_report
+        from rewind.report import write_diff_report
+
         from .report import describe
 
         if os.path.isdir(html_path):

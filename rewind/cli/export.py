@@ -7,10 +7,11 @@ import os
 
 import click
 
-from .._escape import inert
-from ..errors import TraceFormatError
-from ..importing.errors import TelemetryError
-from ..importing.export import PROTOCOLS, SERVICE, export_trace
+from rewind.data.escape import inert
+from rewind.errors import TraceFormatError
+from rewind.importing.errors import TelemetryError
+from rewind.importing.export import PROTOCOLS, SERVICE, export_trace
+
 from ._common import CliError, explain, get_output
 
 

@@ -7,8 +7,9 @@ from typing import Any
 
 import click
 
-from .. import summary
-from ..what_if import THEN, EditError, edited_event, load_edit_file
+from rewind.inspection import summary
+from rewind.what_if import THEN, EditError, edited_event, load_edit_file
+
 from ._common import CliError, open_trace
 from ._run import CHILD_CONTEXT, check_callable_spec, check_command, finish, run_child
 from ._runs import check_runs_options, child_attempt, runs_options, verdict

@@ -6,8 +6,9 @@ import os
 
 import click
 
-from .._escape import inert, inert_json
-from ..importing import ImportReport, TelemetryError, import_telemetry
+from rewind.data.escape import inert, inert_json
+from rewind.importing import ImportReport, TelemetryError, import_telemetry
+
 from ._common import CliError, Output, cannot_write, get_output
 
 

@@ -24,9 +24,10 @@ from typing import Any
 
 import click
 
-from .._preview import clip
-from ..what_if.faults import FAULTS, FaultError
-from ..what_if.mutate import OUTCOMES, Mutation, Result, plan, render_table
+from rewind.inspection.preview import clip
+from rewind.what_if.faults import FAULTS, FaultError
+from rewind.what_if.mutate import OUTCOMES, Mutation, Result, plan, render_table
+
 from ._capture import Captured, capture
 from ._common import CliError, open_trace
 from ._run import CHILD_CONTEXT, _read_status, check_command, child_environment
@@ -108,7 +109,7 @@ def classify(mutation: Mutation, run: _ChildRun, reference: _ChildRun, timeout: 
             mutation,
             "crashed",
             f"NetworkBlockedError: tried to reach {', '.join(run.network_blocked[:3])} (the network is blocked)",
-            error="rewind.network_guard.NetworkBlockedError",
+            error="rewind.engine.network_guard.NetworkBlockedError",
             seconds=run.seconds,
         )
     divergence = (run.status or {}).get("divergence")

@@ -17,9 +17,11 @@ from typing import Any
 
 import click
 
-from .. import bootstrap, summary
-from .._escape import inert
-from ..proxy import Proxy, UpstreamConfigError
+from rewind.data.escape import inert
+from rewind.inspection import summary
+from rewind.proxy import Proxy, UpstreamConfigError
+from rewind.setup import bootstrap
+
 from ._common import CliError
 from ._run import _parent_stands_aside
 from .record import _destination

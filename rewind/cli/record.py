@@ -9,7 +9,10 @@ from typing import Any
 
 import click
 
-from .. import nothing_recorded, scratch, summary
+from rewind.engine import nothing_recorded
+from rewind.inspection import summary
+from rewind.storage import scratch
+
 from ._common import CliError
 from ._run import CHILD_CONTEXT, Outcome, check_callable_spec, check_command, finish, run_child
 

@@ -8,9 +8,10 @@ from typing import Any
 
 import click
 
-from .. import scratch
-from ..trace import Trace
-from ..what_if.refresh import summarize
+from rewind.storage import scratch
+from rewind.storage.trace import Trace
+from rewind.what_if.refresh import summarize
+
 from ._common import CliError, open_trace
 from ._run import CHILD_CONTEXT, EXIT_SESSION_FAILED, check_callable_spec, check_command, run_child, say
 
@@ -124,7 +125,7 @@ def _failure(returncode: int, status: dict[str, Any] | None, shown: str) -> str 
 
 
 def _write_diff(golden: Trace, refreshed: Trace, html_path: str) -> None:
-    from ..report import write_diff_report
+    from rewind.report import write_diff_report
 
     try:
         write_diff_report(golden, refreshed, html_path)

@@ -7,8 +7,9 @@ from typing import Any
 
 import click
 
-from .. import summary
-from ..policy import ReplayPolicy
+from rewind.engine.policy import ReplayPolicy
+from rewind.inspection import summary
+
 from ._common import CliError, open_trace
 from ._run import CHILD_CONTEXT, Outcome, check_callable_spec, check_command, finish, run_child
 from ._runs import check_runs_options, child_attempt, runs_options, verdict

@@ -6,7 +6,8 @@ import os
 
 import click
 
-from ..accounting import ModelPrice, load_prices
+from rewind.inspection.accounting import ModelPrice, load_prices
+
 from ._common import CliError, cannot_write, get_output, open_trace
 from .stats import _parse_prices
 
@@ -89,7 +90,7 @@ def command(
     are cut with a note, and steps past --max-size are listed without their bodies;
     --inline embeds everything.
     """
-    from ..report import Limits, write_report
+    from rewind.report import Limits, write_report
 
     out = get_output(ctx)
     table = price_table(prices, prices_file)

@@ -6,11 +6,12 @@ import sys
 
 import click
 
-from .._escape import inert, inert_value
-from .._preview import clip, compact, model_of, outcome, request_preview
-from ..nothing_recorded import incomplete_reason
-from ..trace import Event, Trace
-from ..what_if.provenance import edit_provenance, hybrid_provenance
+from rewind.data.escape import inert, inert_value
+from rewind.engine.nothing_recorded import incomplete_reason
+from rewind.inspection.preview import clip, compact, model_of, outcome, request_preview
+from rewind.storage.trace import Event, Trace
+from rewind.what_if.provenance import edit_provenance, hybrid_provenance
+
 from ._common import Output, get_output, is_terminal, open_trace, width
 
 
@@ -121,14 +122,14 @@ def _interactive(trace: Trace, tui: bool | None, out: Output) -> None:
     if want_tui and not terminal:
         click.echo("rewind: --tui needs an interactive terminal (stdin and stdout); using the line stepper", err=True)
     elif want_tui:
-        from ..tui import TuiUnavailable, run
+        from .tui import TuiUnavailable, run
 
         try:
             run(trace, title=trace.path, color=out.color)  # the browser shows the title inert
             return
         except TuiUnavailable as exc:
             click.echo(f"rewind: {exc}; using the line stepper", err=True)
-    from ..stepper import step_through
+    from rewind.inspection.stepper import step_through
 
     step_through(trace, stdin=sys.stdin, stdout=sys.stdout, style=out.style, width=width())
 

@@ -6,9 +6,8 @@ from collections import Counter
 
 import click
 
-from .._escape import inert
-from .._preview import clip, error_line
-from ..accounting import (
+from rewind.data.escape import inert
+from rewind.inspection.accounting import (
     PRICES_CHECKED,
     Accounting,
     ModelPrice,
@@ -18,7 +17,9 @@ from ..accounting import (
     load_prices,
     parse_price,
 )
-from ..trace import KINDS, Trace
+from rewind.inspection.preview import clip, error_line
+from rewind.storage.trace import KINDS, Trace
+
 from ._common import CliError, Output, get_output, open_trace
 from .show import header_lines
 

@@ -98,8 +98,8 @@ def import_telemetry(
 
 def _check_written(path: str) -> None:
     """Read the written trace back: an import never leaves a file no reader can open."""
-    from ..errors import TraceFormatError
-    from ..trace import Trace
+    from rewind.errors import TraceFormatError
+    from rewind.storage.trace import Trace
 
     try:
         Trace.load(path)

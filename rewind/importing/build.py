@@ -13,20 +13,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..canonical import canonical_json, text_fingerprint
-from ..trace import KINDS, MAX_SEQ, Event, Trace, new_header
+from rewind.data.canonical import canonical_json, text_fingerprint
+from rewind.storage.trace import KINDS, MAX_SEQ, Event, Trace, new_header
+
 from . import wire
 from .errors import TelemetryError
 from .mappers import mapper_for
-from .model import (
-    ATTRIBUTES_DROPPED,
-    CONTENT_MISSING,
-    CONTENT_TRUNCATED,
-    TOOLS_MISSING,
-    Draft,
-    Problem,
-    Unmapped,
-)
+from .model import ATTRIBUTES_DROPPED, CONTENT_MISSING, CONTENT_TRUNCATED, TOOLS_MISSING, Draft, Problem, Unmapped
 from .spans import SpanRecord, causal_order, depths
 
 #: The trace-line key holding what an imported step came from and what is wrong with it.
@@ -231,7 +224,7 @@ def _event(draft: Draft, seq: int) -> Event:
         draft.name = draft.name or wire.step_name(chat)
         draft.request = wire.build_request(chat)
         if span.status_code == "ERROR" and chat.output is None and chat.raw_response is None:
-            from .mappers.genai import error_record
+            from rewind.importing.mappers.genai import error_record
 
             draft.error = error_record(span)
         else:

@@ -17,10 +17,11 @@ import importlib.util
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import TraceFormatError
-from ..function_names import same_function
-from ..nothing_recorded import incomplete_reason
-from ..trace import Event, Trace
+from rewind.data.function_names import same_function
+from rewind.engine.nothing_recorded import incomplete_reason
+from rewind.errors import TraceFormatError
+from rewind.storage.trace import Event, Trace
+
 from .build import IMPORTED
 from .model import BLOB_MISSING, CONTENT_MISSING, SHARED_NAME, UNREADABLE, UNREVIVABLE, Problem
 

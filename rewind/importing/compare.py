@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .. import content_capture
+from rewind.engine import content_capture
 
 
 def projection(kind: str, request: Any, *, tools: bool = True) -> Any:

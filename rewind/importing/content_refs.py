@@ -27,7 +27,8 @@ import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
-from .._safe_read import ARCHIVE_ENV, MAX_ARCHIVE_BYTES, limit, open_regular
+from rewind.data.safe_read import ARCHIVE_ENV, MAX_ARCHIVE_BYTES, limit, open_regular
+
 from .model import CONTENT_MISSING, TOOLS_MISSING, Problem
 from .spans import SpanRecord
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import RewindError
+from rewind.errors import RewindError
 
 
 class TelemetryError(RewindError):

@@ -39,10 +39,11 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
-from .. import content_capture
-from ..core import OPERATIONS
-from ..telemetry import RUN_OPERATION, legacy_attributes, usage_attributes
-from ..trace import Event, Trace
+from rewind.engine import content_capture
+from rewind.engine.core import OPERATIONS
+from rewind.engine.telemetry import RUN_OPERATION, legacy_attributes, usage_attributes
+from rewind.storage.trace import Event, Trace
+
 from .errors import TelemetryError
 
 #: The service.name exported spans carry unless told otherwise.
@@ -93,7 +94,7 @@ def trace_spans(trace: Trace, *, name: str, service: str = SERVICE) -> list[Read
         shutdown_on_exit=False,
     )
     provider.add_span_processor(SimpleSpanProcessor(memory))
-    from .. import __version__
+    from rewind._version import __version__
 
     tracer = provider.get_tracer("rewind", __version__)
     times = list(_step_times(trace))

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..divergence import CONTENT, TOOLS, divergence, later_than
-from ..errors import DivergenceError
-from ..matching import IncomingCall
-from ..trace import Event, Trace
+from rewind.errors import DivergenceError
+from rewind.matching import IncomingCall
+from rewind.matching.divergence import CONTENT, TOOLS, divergence, later_than
+from rewind.storage.trace import Event, Trace
+
 from .build import IMPORTED
 from .compare import first_difference, projection
 

@@ -33,7 +33,8 @@ import zlib
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from .._safe_read import ARCHIVE_ENV, MAX_ARCHIVE_BYTES, archive_too_big, limit, open_regular
+from rewind.data.safe_read import ARCHIVE_ENV, MAX_ARCHIVE_BYTES, archive_too_big, limit, open_regular
+
 from .errors import TelemetryError
 from .limits import Budget
 from .protobuf_scan import WireError, check_fits

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..trace import Event
+from rewind.storage.trace import Event
 
 _PIECE = 64  # characters of text per chunk: a stream that is visibly one
 

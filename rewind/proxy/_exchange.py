@@ -21,11 +21,11 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
-from rewind._http_error import bounded_response, keep_headers
-from rewind.core import Call
+from rewind.data.http_error import bounded_response, keep_headers
+from rewind.data.replayed_error import encode_error
+from rewind.engine.core import Call
 from rewind.errors import DivergenceError, RedactionError, TraceWriteError
-from rewind.replayed_error import encode_error
-from rewind.trace import Event
+from rewind.storage.trace import Event
 
 from . import _sdk_errors
 from ._routes import Matched, WireRoute

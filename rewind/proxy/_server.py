@@ -19,12 +19,12 @@ from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
-from rewind import placeholder_keys
-from rewind._escape import inert
-from rewind.core import begin_call
+from rewind.data.escape import inert
+from rewind.engine import placeholder_keys
+from rewind.engine.core import begin_call
+from rewind.engine.session import Normalizer, Redactor, Session, record, replay
 from rewind.errors import DivergenceError
-from rewind.session import Normalizer, Redactor, Session, record, replay
-from rewind.trace import Event
+from rewind.storage.trace import Event
 
 from . import _exchange, _routes
 from ._upstream import Pool, forward, parse_upstreams

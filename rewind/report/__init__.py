@@ -21,10 +21,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import __version__
-from ..accounting import ModelPrice
-from ..diff import TraceDiff, diff_traces
-from ..trace import PathLike, Trace
+from rewind._version import __version__
+from rewind.inspection.accounting import ModelPrice
+from rewind.inspection.diff import TraceDiff, diff_traces
+from rewind.storage.trace import PathLike, Trace
+
 from ._diff_data import build_diff_data
 from ._page import page
 from ._payload import Embedder, Limits

@@ -14,10 +14,11 @@ import itertools
 from collections.abc import Mapping
 from typing import Any
 
-from .._preview import pretty
-from ..accounting import ModelPrice
-from ..diff import CHANGED, EQUAL, TraceDiff, _outcome_value
-from ..trace import Event, Trace
+from rewind.inspection.accounting import ModelPrice
+from rewind.inspection.diff import CHANGED, EQUAL, TraceDiff, _outcome_value
+from rewind.inspection.preview import pretty
+from rewind.storage.trace import Event, Trace
+
 from ._payload import Embedder
 from ._trace_data import build_section
 

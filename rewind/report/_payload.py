@@ -21,9 +21,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from .. import blobs as _blobs
-from ..canonical import BLOB, BYTES_HEX
-from ..trace import Event, Trace
+from rewind.data.canonical import BLOB, BYTES_HEX
+from rewind.storage import blobs as _blobs
+from rewind.storage.trace import Event, Trace
+
 from ._page import strict_json
 
 #: A string cut short: ``{CLIP: first characters, "omitted": characters left out}``.

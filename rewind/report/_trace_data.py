@@ -14,11 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import blobs as _blobs
-from .._preview import error_line, model_of, outcome, stream_text
-from ..accounting import DEFAULT_PRICES, PRICES_CHECKED, ModelPrice, _lower_keys, price_for, usage_of
-from ..trace import BLOBS_FORMAT_VERSION, Event, Trace
-from ..what_if.provenance import hybrid_provenance
+from rewind.inspection.accounting import DEFAULT_PRICES, PRICES_CHECKED, ModelPrice, _lower_keys, price_for, usage_of
+from rewind.inspection.preview import error_line, model_of, outcome, stream_text
+from rewind.storage import blobs as _blobs
+from rewind.storage.trace import BLOBS_FORMAT_VERSION, Event, Trace
+from rewind.what_if.provenance import hybrid_provenance
+
 from ._payload import CLIP, Embedder
 
 _SUMMARY = 240

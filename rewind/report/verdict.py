@@ -11,8 +11,9 @@ import html
 import os
 from pathlib import Path
 
-from ..trace import PathLike
-from ..what_if.runs import Verdict
+from rewind.storage.trace import PathLike
+from rewind.what_if.runs import Verdict
+
 from . import write_diff_report, write_report
 
 _STYLE = """

@@ -22,10 +22,10 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .._safe_read import open_regular
-from ..canonical import ensure_jsonable
-from ..errors import TraceFormatError
-from ..trace import Event
+from rewind.data.canonical import ensure_jsonable
+from rewind.data.safe_read import open_regular
+from rewind.errors import TraceFormatError
+from rewind.storage.trace import Event
 
 _STEP_KEYS = frozenset({"response", "error", "stream"})
 
@@ -114,7 +114,7 @@ def _outcome(value: Any, seq: int) -> dict[str, Any]:
 
 def _restream(edited: Event, recorded: Event) -> Event:
     """Chunks made again from the edited response, for a step that was streamed."""
-    from ..importing.streams import with_stream
+    from rewind.importing.streams import with_stream
 
     if not edited.ok:
         # An error edit of a streamed call: raised when the stream is opened.

@@ -23,12 +23,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..trace import Event, PathLike, Trace
+from rewind.storage.trace import Event, PathLike, Trace
+
 from .provider_errors import dropped_stream_error, mcp_method, mcp_session_request, provider_error
 from .provider_errors import sdk_of as sdk_of  # re-exported: it lived here
 
 if TYPE_CHECKING:
-    from ..session import Normalizer, Redactor, Session
+    from rewind.engine.session import Normalizer, Redactor, Session
 
 
 class FaultError(ValueError):
@@ -92,7 +93,7 @@ def _restream(event: Event, response: Any) -> dict[str, Any] | None:
     """``response`` plus, for a streamed step, chunks made again from it."""
     if event.get("stream") is None:
         return {"response": response}
-    from ..importing.streams import with_stream
+    from rewind.importing.streams import with_stream
 
     request = event.request
     remade = with_stream(
@@ -329,8 +330,9 @@ def fault_session(
     ``spec`` is ``{"index": N, "fault": NAME, "seed": S, "retry_after": "1", "live": false}``
     (as JSON text in ``REWIND_FAULT``).
     """
-    from ..matching import resolve_matcher
-    from ..session import Session
+    from rewind.engine.session import Session
+    from rewind.matching import resolve_matcher
+
     from .matcher import Change, WhatIfMatcher
 
     if isinstance(spec, str):

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..matching import Matcher, resolve_matcher
-from ..trace import PathLike, Trace
+from rewind.matching import Matcher, resolve_matcher
+from rewind.storage.trace import PathLike, Trace
+
 from .edits import EditError, describe, edited_event
 from .matcher import THEN, Change, WhatIfMatcher
 
 if TYPE_CHECKING:
-    from ..policy import ReplayPolicy
-    from ..session import Normalizer, Redactor, Session
+    from rewind.engine.policy import ReplayPolicy
+    from rewind.engine.session import Normalizer, Redactor, Session
 
 
 def edit_fork(
@@ -28,7 +29,7 @@ def edit_fork(
     policy: ReplayPolicy | None = None,
 ) -> Session:
     """The fork session; ``source`` names where the edit came from (a file) for the provenance."""
-    from ..session import Session
+    from rewind.engine.session import Session
 
     if then not in THEN:
         raise ValueError(f"fork(then=...) must be one of {', '.join(repr(t) for t in THEN)}, not {then!r}")

@@ -32,9 +32,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import DivergenceError
-from ..matching import IncomingCall, Matcher
-from ..trace import Event, Trace
+from rewind.errors import DivergenceError
+from rewind.matching.strategies import IncomingCall, Matcher
+from rewind.storage.trace import Event, Trace
 
 #: What a fork does once the changed step is served.
 THEN = ("live", "replay")

@@ -36,15 +36,16 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .._escape import inert
-from .._preview import clip
-from ..errors import DivergenceError, ReplayedError, RewindError
-from ..network_guard import NetworkBlockedError, check_network
-from ..trace import PathLike, Trace
+from rewind.data.escape import inert
+from rewind.engine.network_guard import NetworkBlockedError, check_network
+from rewind.errors import DivergenceError, ReplayedError, RewindError
+from rewind.inspection.preview import clip
+from rewind.storage.trace import PathLike, Trace
+
 from .faults import FAULTS, FaultOptions, fault_named, fault_session, step_rng
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from rewind.engine.session import Session
 
 OUTCOMES = ("same", "different", "crashed", "hung", "diverged")
 _UNSET: Any = object()
@@ -335,7 +336,7 @@ def baseline(
     allow_hosts: Sequence[str] = (),
 ) -> Any:
     """The agent's answer in the unmutated replay (the reference every mutation is compared to)."""
-    from ..session import replay
+    from rewind.engine.session import replay
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._preview import compact
+from rewind.inspection.preview import compact
 
 
 def hybrid_provenance(trace: Any) -> str | None:

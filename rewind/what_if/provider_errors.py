@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..trace import Event
+from rewind.storage.trace import Event
 
 REQUEST_ID = "req_rewind_fault"
 _PEER_CLOSED = "peer closed connection without sending complete message body (incomplete chunked read)"

@@ -15,15 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import scratch
-from ..accounting import Accounting, account, format_cost
-from ..matching import Matcher, resolve_matcher
-from ..summary import plural
-from ..trace import PathLike, Trace
+from rewind.inspection.accounting import Accounting, account, format_cost
+from rewind.inspection.summary import plural
+from rewind.matching import Matcher, resolve_matcher
+from rewind.storage import scratch
+from rewind.storage.trace import PathLike, Trace
+
 from .matcher import WhatIfMatcher
 
 if TYPE_CHECKING:
-    from ..session import Normalizer, Redactor, Session
+    from rewind.engine.session import Normalizer, Redactor, Session
 
 
 def refresh_session(
@@ -35,7 +36,7 @@ def refresh_session(
     normalize: Normalizer | None = None,
 ) -> Session:
     """A fork of ``path`` that replays until the first divergence, then runs live into ``save_as``."""
-    from ..session import Session
+    from rewind.engine.session import Session
 
     inner = resolve_matcher(match)
     if not getattr(inner, "positional", False):

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..diff import diff_traces
-from ..errors import DivergenceError, RewindError, UnconsumedEventsWarning
-from ..matching import Matcher
-from ..trace import PathLike, Trace
+from rewind.errors import DivergenceError, RewindError, UnconsumedEventsWarning
+from rewind.inspection.diff import diff_traces
+from rewind.matching.strategies import Matcher
+from rewind.storage.trace import PathLike, Trace
 
 #: The normal quantile for a two-sided 95% interval.
 Z95 = 1.959963984540054
@@ -325,7 +325,7 @@ def _differs_at(reference: RunResult, run: RunResult) -> int | None:
 def fork_attempt(path: PathLike, agent: Callable[[], Any], *, at: int, match: str | Matcher = "strict") -> Attempt:
     """An attempt that calls ``agent()`` inside ``rewind.fork(path, at=at)``; its return value
     is the run's output, an exception it raises exit status 1 (and the exception as output)."""
-    from ..session import fork
+    from rewind.engine.session import fork
 
     def attempt(index: int, save_as: Path) -> RunResult:
         trace = str(save_as)

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import rewind
-from rewind import _trace_file
 from rewind.errors import TraceWriteError
+from rewind.storage import trace_file as _trace_file
 
 CALLS = 400
 

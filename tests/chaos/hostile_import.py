@@ -25,11 +25,11 @@ from hostile import telemetry  # tests/hostile/: the inputs and the bounded runn
 from hostile.bounded import DEFAULT_MEMORY, address_space_limit, rewind_command
 from hostile.servers import HostileServer
 
-from rewind import network_guard
+from rewind.engine import network_guard
 from rewind.errors import RewindError
 from rewind.importing import TelemetryError
 from rewind.importing.phoenix import read_phoenix
-from rewind.trace import Trace
+from rewind.storage.trace import Trace
 
 #: Each import's own time limit: a case that outlives it is reported "killed", a FAIL.
 CASE_TIMEOUT = 60.0

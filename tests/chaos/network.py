@@ -29,7 +29,7 @@ from typing import Any
 from hostile import guard  # tests/hostile/guard.py: the probes the normal suite runs
 
 import rewind
-from rewind.network_guard import NetworkBlockedError
+from rewind.engine.network_guard import NetworkBlockedError
 
 HOST = "203.0.113.7"  # TEST-NET-3
 HOST6 = "2001:db8::7"  # IPv6 documentation prefix

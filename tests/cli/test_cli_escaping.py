@@ -19,8 +19,8 @@ from click.testing import CliRunner
 
 import rewind
 from rewind.cli import cli
-from rewind.trace import Trace
-from rewind.tui import Browser
+from rewind.cli.tui import Browser
+from rewind.storage.trace import Trace
 
 OSC_TITLE = "\x1b]0;pwned\x07"
 OSC_52 = "\x1b]52;c;cm0gLXJmIH4=\x07"  # writes "rm -rf ~" to the clipboard

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from rewind.storage.trace import Trace
 from rewind.stub_server import StubServer
-from rewind.trace import Trace
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 

@@ -17,8 +17,8 @@ import pytest
 import what_if_agent
 
 from rewind import wilson_interval
+from rewind.storage.trace import Trace
 from rewind.stub_server import StubServer
-from rewind.trace import Trace
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 

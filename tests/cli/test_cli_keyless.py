@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rewind.placeholder_keys import PLACEHOLDER, missing
+from rewind.engine.placeholder_keys import PLACEHOLDER, missing
 from rewind.stub_server import StubServer
 
 pytest.importorskip("openai")

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import rewind
-from rewind.tui import Browser
+from rewind.cli.tui import Browser
 
 SYSTEM = "You are a travel agent. Always check flights with the search tool before you answer. " * 8
 

@@ -23,7 +23,7 @@ QUESTION = [{"role": "user", "content": "Name a quiet museum in Paris."}]
 
 @pytest.fixture
 def patched() -> Iterator[None]:
-    from rewind.integrations import patch_anthropic, patch_openai
+    from rewind.setup.integrations import patch_anthropic, patch_openai
 
     undo_openai, undo_anthropic = patch_openai(), patch_anthropic()
     try:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import what_if_agent
 
+from rewind.storage.trace import Trace
 from rewind.stub_server import StubServer
-from rewind.trace import Trace
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rewind_runs import record_trip
 
-from rewind.accounting import DEFAULT_PRICES
+from rewind.inspection.accounting import DEFAULT_PRICES
 
 
 def page_data(path: Path) -> dict:

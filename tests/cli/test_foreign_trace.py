@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 import rewind
-from rewind.divergence import CONTENT, FOREIGN_BELOW
+from rewind.matching.divergence import CONTENT, FOREIGN_BELOW
 from rewind.stub_server import StubServer
 
 RunCli = Callable[..., Any]

@@ -13,7 +13,7 @@ pytest.importorskip("langchain_openai")
 
 import rewind
 from rewind.errors import DivergenceError, ThreadlessCallWarning
-from rewind.integrations import patched
+from rewind.setup.integrations import patched
 
 CITIES = ("Lisbon", "Kyoto", "Quito")
 

@@ -132,7 +132,7 @@ def test_parallel_tool_calls_run_concurrently_and_replay(battery: Any, tools: An
     assert [e.kind for e in battery.steps] == ["llm", "llm"]
 
     import rewind
-    from rewind.integrations import patched
+    from rewind.setup.integrations import patched
 
     with patched("openai"), rewind.replay(battery.trace, match="parallel"):
         assert agent() == messages

@@ -67,7 +67,7 @@ def events(path: Path) -> list[rewind.Event]:
 
 @pytest.fixture(name="patched_anthropic")
 def patched_anthropic_fixture() -> Iterator[None]:
-    from rewind.integrations import patch_anthropic
+    from rewind.setup.integrations import patch_anthropic
 
     unpatch = patch_anthropic()
     try:

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import rewind
-from rewind.telemetry import TRACERS
+from rewind.engine.telemetry import TRACERS
 
 #: One OpenAI-style function tool (Cohere v2 and Mistral take this shape as it is).
 TOOLS = [

@@ -21,7 +21,7 @@ from rewind.stub_server import StubServer
 
 @pytest.fixture
 def patched_openai() -> Iterator[None]:
-    from rewind.integrations import patch_openai
+    from rewind.setup.integrations import patch_openai
 
     unpatch = patch_openai()
     try:

@@ -186,7 +186,7 @@ def test_no_session_is_a_plain_passthrough(stub: StubServer) -> None:
 def test_unpatch_restores_the_module_functions() -> None:
     import litellm.main
 
-    from rewind.integrations import patch_litellm
+    from rewind.setup.integrations import patch_litellm
 
     hooked = litellm.completion
     unpatch = patch_litellm()  # a second consumer: the hooks stay until the last one leaves

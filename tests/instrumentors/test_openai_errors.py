@@ -150,7 +150,7 @@ def test_unpatch_restores_the_original_methods(stub: StubServer) -> None:
     from openai.resources.chat.completions import AsyncCompletions, Completions
 
     before = (Completions.__dict__["create"], AsyncCompletions.__dict__["create"])
-    from rewind.integrations import patch_openai
+    from rewind.setup.integrations import patch_openai
 
     unpatch = patch_openai()
     assert Completions.__dict__["create"] is not before[0]

@@ -21,8 +21,8 @@ import pytest
 import rewind
 from rewind.errors import FuzzyMatchWarning, ReplayDriftWarning, RewindError, UnconsumedEventsWarning
 from rewind.proxy import DIVERGENCE_STATUS, Proxy, UpstreamConfigError
+from rewind.storage.trace import Trace
 from rewind.stub_server import StubServer
-from rewind.trace import Trace
 
 CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
 
@@ -660,7 +660,7 @@ def test_a_stream_that_fails_midway(stub: StubServer, upstreams, proxies, tmp_pa
 def test_a_stream_cut_short_replays_cut_short(stub: StubServer, upstreams, proxies, trace_path: Path) -> None:
     """A recorded stream that stopped short (the connection dropped) ends the same way on replay:
     chunked, without its last chunk, so the agent's HTTP client reports an incomplete body."""
-    from rewind.trace import Event
+    from rewind.storage.trace import Event
 
     chunk = {"id": "c", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {"content": "par"}}]}
     request = {**CHAT, "stream": True}

@@ -16,8 +16,8 @@ import pytest
 
 from rewind.errors import UnconsumedEventsWarning
 from rewind.proxy import Proxy
+from rewind.storage.trace import Trace
 from rewind.stub_server import StubServer
-from rewind.trace import Trace
 
 pytestmark = pytest.mark.node
 

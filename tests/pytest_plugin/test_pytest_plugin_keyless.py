@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from rewind.placeholder_keys import PLACEHOLDER as PLACEHOLDER_KEY
+from rewind.engine.placeholder_keys import PLACEHOLDER as PLACEHOLDER_KEY
 from rewind.stub_server import StubServer
 
 pytest_plugins = ["pytester"]

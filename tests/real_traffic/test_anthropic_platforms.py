@@ -18,7 +18,7 @@ from _observe import aobserve, differences, observe
 from _player import Player, interactions
 
 import rewind
-from rewind.trace import Trace
+from rewind.storage.trace import Trace
 
 anthropic = pytest.importorskip("anthropic")
 
@@ -54,7 +54,7 @@ def _run(platform: str, base_url: str, is_async: bool) -> Any:
 
 @pytest.fixture(autouse=True)
 def patched() -> Any:
-    from rewind.integrations import patched
+    from rewind.setup.integrations import patched
 
     with patched("anthropic"):
         yield

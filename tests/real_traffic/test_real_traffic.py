@@ -152,7 +152,7 @@ def _run(interaction: Interaction, base_url: str, mode: str) -> Any:
 
 @pytest.fixture(scope="module", autouse=True)
 def patched() -> Any:
-    from rewind.integrations import patched
+    from rewind.setup.integrations import patched
 
     with patched("openai", "anthropic", "groq", "mistral", "cohere", "bedrock", "gemini"):
         yield

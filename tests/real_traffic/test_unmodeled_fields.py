@@ -94,7 +94,7 @@ def _record_then_replay(interaction: Interaction, call: Any, tmp_path: Path) -> 
 
 @pytest.fixture(autouse=True)
 def patched() -> Any:
-    from rewind.integrations import patched
+    from rewind.setup.integrations import patched
 
     with patched("openai", "groq"):
         yield

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from ..model import Draft
-from ..spans import SpanRecord
+from rewind.importing.model import Draft
+from rewind.importing.spans import SpanRecord
+
 from . import genai, openinference, openllmetry, rewind_spans
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..model import CONTENT_TRUNCATED, Chat, Draft
+from rewind.importing.model import CONTENT_TRUNCATED, Chat, Draft
 
 
 def json_value(draft: Draft, key: str, value: Any) -> Any:

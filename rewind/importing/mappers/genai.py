@@ -17,10 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ... import content_capture
-from .. import content_refs
-from ..model import CONTENT_MISSING, Chat, Draft
-from ..spans import SpanRecord
+from rewind.engine import content_capture
+from rewind.importing import content_refs
+from rewind.importing.model import CONTENT_MISSING, Chat, Draft
+from rewind.importing.spans import SpanRecord
+
 from ._attrs import genai_chat, int_or_none, json_value, parse_arguments
 
 LAYOUT = "genai"

@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..model import CONTENT_MISSING, Chat, Draft
-from ..spans import SpanRecord
+from rewind.importing.model import CONTENT_MISSING, Chat, Draft
+from rewind.importing.spans import SpanRecord
+
 from ._attrs import indexed, int_or_none, json_value, parse_arguments, provider_of
 
 LAYOUT = "openinference"

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Draft
-from ..spans import SpanRecord
+from rewind.importing.model import Draft
+from rewind.importing.spans import SpanRecord
+
 from ._attrs import genai_chat, indexed, json_value, parse_arguments
 
 LAYOUT = "openllmetry"
@@ -79,7 +80,7 @@ def _message(draft: Draft, row: dict[str, Any], where: str) -> dict[str, Any]:
         stripped = content.lstrip()
         if stripped.startswith("[{") and role in ("user", "assistant", "system"):
             # Content blocks are stored as their JSON list.
-            from ... import content_capture
+            from rewind.engine import content_capture
 
             blocks = json_value(draft, f"{where}.content", content)
             parts.extend(content_capture._parts(blocks) if isinstance(blocks, list) else [])

@@ -13,10 +13,11 @@ import hashlib
 import json
 from typing import Any
 
-from ...canonical import canonical_json, text_fingerprint
-from ...trace import check_line_fields
-from ..model import CONTENT_TRUNCATED, DIGEST_MISMATCH, UNREADABLE, Draft
-from ..spans import SpanRecord
+from rewind.data.canonical import canonical_json, text_fingerprint
+from rewind.importing.model import CONTENT_TRUNCATED, DIGEST_MISMATCH, UNREADABLE, Draft
+from rewind.importing.spans import SpanRecord
+from rewind.storage.trace import check_line_fields
+
 from . import genai
 
 LAYOUT = "rewind"

@@ -1,0 +1,592 @@
+"""Where did two runs diverge? Align two traces step by step and report the differences.
+
+Steps are aligned by a weighted longest common subsequence over their identities (kind
+and call name): a pair of identical steps weighs twice as much as a pair that merely
+shares an identity, so one extra or missing step shifts the alignment instead of turning
+every later step into a change, while steps that all changed still pair up in place. A
+paired step is ``equal`` when its request and outcome (response or error) are the same,
+else ``changed``; an unpaired step is ``deleted`` (only in run A) or ``inserted`` (only
+in run B).
+
+Two live runs never match byte for byte: response ids, tool-call ids, timestamps and
+token usage change every run. Unless ``exact=True``, such values are masked before
+comparing (in llm payloads every string ``id``/``*_id`` field; elsewhere values shaped
+like uuids, timestamps and provider ids), so ``equal`` means "the same behaviour", not
+"the same bytes".
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rewind.data.canonical import canonical_json
+from rewind.data.escape import inert
+from rewind.matching.similarity import lexical_similarity
+from rewind.storage.trace import Event, PathLike, Trace
+from rewind.what_if.provenance import edit_provenance, hybrid_provenance
+
+from .preview import answer_text, clip, compact, outcome, pretty
+
+EQUAL = "equal"
+CHANGED = "changed"
+DELETED = "deleted"
+INSERTED = "inserted"
+
+_SYMBOL = {EQUAL: " ", CHANGED: "~", DELETED: "-", INSERTED: "+"}
+_COLOR = {CHANGED: "33", DELETED: "31", INSERTED: "32"}
+
+# Beyond this many cells the exact alignment gets slow in pure Python; difflib's
+# matching-blocks alignment (close to LCS in practice) takes over.
+_DP_LIMIT = 2_000_000
+
+# -- masking per-run values ---------------------------------------------------------
+
+_DROPPED_KEYS = frozenset({"usage", "usage_metadata", "usageMetadata", "system_fingerprint", "service_tier"})
+_TIME_KEYS = frozenset({"created", "created_at", "completed_at", "ts", "timestamp"})
+_VOLATILE_WHOLE = re.compile(
+    r"""^(
+        [0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}   # uuid
+      | \d{4}-\d{2}-\d{2}[T\s]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?      # iso time
+      | [0-9a-fA-F]{16,}                                                              # hex id
+      | [A-Za-z]+(?:[_-][A-Za-z]+)*[_-](?=[A-Za-z]*\d)[A-Za-z0-9]{12,}               # call_x1…, chatcmpl-…
+      | [A-Z][a-z]{2},\s\d{2}\s[A-Z][a-z]{2}\s\d{4}\s\d{2}:\d{2}:\d{2}\sGMT               # HTTP Date header
+    )$""",
+    re.VERBOSE,
+)
+_VOLATILE_INSIDE = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+    r"|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?"
+)
+
+
+def _is_id_key(key: str | None) -> bool:
+    return key is not None and (key == "id" or key.endswith("_id"))
+
+
+def _mask(value: Any, key: str | None = None, *, provider: bool = False, texts: dict[str, str] | None = None) -> Any:
+    """``value`` with per-run values replaced by placeholders.
+
+    ``provider`` marks an llm payload, where string ``id``/``*_id`` fields (response,
+    message, tool-call ids) are minted by the provider per call; in tool and memory
+    payloads an ``id`` may be real data, so only id-shaped strings are masked there.
+    ``texts`` caches each string's masked form: an agent re-sends its history on every
+    call, so a diff of a long run meets the same messages many times, and the patterns
+    are most of its cost.
+    """
+    if isinstance(value, dict):
+        return {k: _mask(v, k, provider=provider, texts=texts) for k, v in value.items() if k not in _DROPPED_KEYS}
+    if isinstance(value, list):
+        return [_mask(v, provider=provider, texts=texts) for v in value]
+    if isinstance(value, str):
+        if provider and _is_id_key(key):
+            return "<id>"
+        if texts is not None:
+            masked = texts.get(value)
+            if masked is None:
+                masked = texts[value] = _mask_text(value)
+            return masked
+        return _mask_text(value)
+    if key in _TIME_KEYS and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return "<time>"
+    return value
+
+
+def _mask_text(value: str) -> str:
+    if _VOLATILE_WHOLE.match(value):
+        return "<id>"
+    return _VOLATILE_INSIDE.sub("<time/id>", value)
+
+
+# -- public types -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DiffEntry:
+    """One aligned row of a diff.
+
+    ``op`` is ``"equal"``, ``"changed"``, ``"deleted"`` (only in A) or ``"inserted"``
+    (only in B); ``a``/``b`` the steps on each side (``None`` on the missing side);
+    ``similarity`` in [0, 1] (1.0 for equal, 0.0 for unpaired); ``step`` the step
+    number in run A, or in run B for an inserted step; ``changes`` which parts of a
+    changed step differ (``"request"``, ``"response"``, ``"error"``, ``"outcome"``).
+    """
+
+    op: str
+    a: Event | None
+    b: Event | None
+    similarity: float
+    step: int
+    changes: tuple[str, ...] = ()
+
+    @property
+    def a_step(self) -> int | None:
+        return self.a.seq if self.a is not None else None
+
+    @property
+    def b_step(self) -> int | None:
+        return self.b.seq if self.b is not None else None
+
+    @property
+    def kind(self) -> str:
+        event = self.a if self.a is not None else self.b
+        return event.kind if event is not None else ""
+
+    @property
+    def name(self) -> str:
+        event = self.a if self.a is not None else self.b
+        return event.name if event is not None else ""
+
+    def explain(self) -> str:
+        """Why this row is not equal, in one sentence."""
+        if self.op == DELETED:
+            return "run A made this call; run B did not"
+        if self.op == INSERTED:
+            return "run B made this call; run A did not"
+        if self.op == EQUAL:
+            return "same request, same outcome"
+        if "request" not in self.changes:
+            return "same request, different " + ("outcome" if "outcome" in self.changes else "response")
+        if len(self.changes) == 1:
+            return "the request changed, the outcome did not"
+        return "the request changed, and so did the outcome"
+
+
+@dataclass
+class TraceDiff:
+    """The aligned difference between run A and run B."""
+
+    entries: list[DiffEntry]
+    a_label: str = "A"
+    b_label: str = "B"
+    a_steps: int = 0
+    b_steps: int = 0
+    exact: bool = False
+    notes: list[str] = field(default_factory=list)
+    #: Whether run A / run B is a hybrid replay, whose rows say which steps ran live.
+    hybrid: tuple[bool, bool] = (False, False)
+
+    @property
+    def diverged(self) -> bool:
+        return any(entry.op != EQUAL for entry in self.entries)
+
+    @property
+    def first_divergence(self) -> DiffEntry | None:
+        """The first row that is not equal: where the runs part ways."""
+        return next((entry for entry in self.entries if entry.op != EQUAL), None)
+
+    def counts(self) -> dict[str, int]:
+        counts = dict.fromkeys((EQUAL, CHANGED, DELETED, INSERTED), 0)
+        for entry in self.entries:
+            counts[entry.op] += 1
+        return counts
+
+    def summary(self) -> str:
+        """One line: ``identical (N steps)`` or the count of each kind of row."""
+        if not self.diverged:
+            return f"identical ({len(self.entries)} steps)"
+        counts = self.counts()
+        return ", ".join(f"{counts[op]} {op}" for op in (EQUAL, CHANGED, DELETED, INSERTED))
+
+
+# -- diffing --------------------------------------------------------------------------
+
+
+class _Side:
+    """Per-step identity and content signatures for one trace, computed once."""
+
+    def __init__(self, trace: Trace, exact: bool) -> None:
+        self.events: list[Event] = list(trace.events)
+        self.keys = [(e.kind, e.name) for e in self.events]
+        self.exact = exact
+        self._texts: dict[str, str] = {}  # masked strings, see _mask
+        self.requests: list[str] = []
+        self.outcomes: list[str] = []
+        for event in self.events:
+            request, result = self.views(event)
+            self.requests.append(event.fingerprint if exact else _digest(request))
+            self.outcomes.append(_digest(result))
+        self.sigs = [f"{r}:{o}" for r, o in zip(self.requests, self.outcomes)]
+
+    def views(self, event: Event) -> tuple[Any, Any]:
+        # A lazily opened step would parse its line for each part read; a hydrated copy
+        # parses it once (and is dropped with the views).
+        event = event.hydrated()
+        result: dict[str, Any] = {"ok": event.ok}
+        if event.ok:
+            result["response"] = event.response
+            stream = event.get("stream")
+            if stream is not None:
+                result["stream"] = stream
+        else:
+            result["error"] = event.error
+        if self.exact:
+            return event.request, result
+        provider = event.kind == "llm"
+        texts = self._texts
+        return _mask(event.request, provider=provider, texts=texts), _mask(result, provider=provider, texts=texts)
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def diff_traces(a: Trace | PathLike, b: Trace | PathLike, *, exact: bool = False) -> TraceDiff:
+    """Align two runs (paths or ``Trace`` objects) and classify every step.
+
+    With ``exact=True`` requests are compared by fingerprint and outcomes byte for
+    byte; by default per-run ids, timestamps and usage are masked first.
+    """
+    trace_a = a if isinstance(a, Trace) else Trace.open(a)
+    trace_b = b if isinstance(b, Trace) else Trace.open(b)
+    side_a, side_b = _Side(trace_a, exact), _Side(trace_b, exact)
+    entries = [_entry(side_a, side_b, i, j) for i, j in _align(side_a, side_b)]
+    notes = []
+    for label, trace in (("A", trace_a), ("B", trace_b)):
+        if trace.torn_tail:
+            notes.append(f"run {label} ends in a torn line (its recorder was killed); compared its complete steps")
+        for story in (edit_provenance(trace), hybrid_provenance(trace)):
+            if story:
+                notes.append(f"run {label} {story}")
+    return TraceDiff(
+        entries=entries,
+        a_label=trace_a.path or "A",
+        b_label=trace_b.path or "B",
+        a_steps=len(side_a.events),
+        b_steps=len(side_b.events),
+        exact=exact,
+        notes=notes,
+        hybrid=(hybrid_provenance(trace_a) is not None, hybrid_provenance(trace_b) is not None),
+    )
+
+
+def _entry(side_a: _Side, side_b: _Side, i: int | None, j: int | None) -> DiffEntry:
+    if i is None:
+        assert j is not None
+        event = side_b.events[j]
+        return DiffEntry(INSERTED, None, event, 0.0, event.seq)
+    if j is None:
+        event = side_a.events[i]
+        return DiffEntry(DELETED, event, None, 0.0, event.seq)
+    ea, eb = side_a.events[i], side_b.events[j]
+    if side_a.sigs[i] == side_b.sigs[j]:
+        return DiffEntry(EQUAL, ea, eb, 1.0, ea.seq)
+    changes: list[str] = []
+    if side_a.requests[i] != side_b.requests[j]:
+        changes.append("request")
+    if side_a.outcomes[i] != side_b.outcomes[j]:
+        if ea.ok != eb.ok:
+            changes.append("outcome")
+        else:
+            changes.append("response" if ea.ok else "error")
+    if not changes:  # exact mode: same fingerprint and outcome, but a redacted/stored request differs
+        changes.append("request")
+    return DiffEntry(CHANGED, ea, eb, _similarity(side_a, side_b, ea, eb), ea.seq, tuple(changes))
+
+
+def _similarity(side_a: _Side, side_b: _Side, ea: Event, eb: Event) -> float:
+    """How alike two paired steps are: the measure fuzzy replay and divergence reports use.
+
+    Over the whole payloads: a prefix cut-off scored a change past it 100%, and
+    difflib's autojunk heuristic scored the same change 15% on a long request. A pair
+    that differs never rounds up to 1.0.
+    """
+    score = lexical_similarity(side_a.views(ea), side_b.views(eb))
+    return min(round(score, 3), 0.999)
+
+
+def percent(similarity: float) -> str:
+    """``similarity`` as a whole percentage; a changed pair never reads ``100%``."""
+    shown = round(similarity * 100)
+    return f"{min(shown, 99) if similarity < 1 else 100}%"
+
+
+def _align(side_a: _Side, side_b: _Side) -> list[tuple[int | None, int | None]]:
+    n, m = len(side_a.events), len(side_b.events)
+    ka, kb, sa, sb = side_a.keys, side_b.keys, side_a.sigs, side_b.sigs
+    # Identical heads and tails pair up directly; only the middle needs aligning.
+    head = 0
+    while head < n and head < m and ka[head] == kb[head] and sa[head] == sb[head]:
+        head += 1
+    tail = 0
+    while tail < min(n, m) - head:
+        x, y = n - 1 - tail, m - 1 - tail
+        if ka[x] != kb[y] or sa[x] != sb[y]:
+            break
+        tail += 1
+    pairs: list[tuple[int | None, int | None]] = [(k, k) for k in range(head)]
+    middle_a = range(head, n - tail)
+    middle_b = range(head, m - tail)
+    if len(middle_a) * len(middle_b) <= _DP_LIMIT:
+        pairs.extend(_lcs(middle_a, middle_b, ka, kb, sa, sb))
+    else:
+        pairs.extend(_blocks(middle_a, middle_b, ka, kb))
+    pairs.extend((n - tail + k, m - tail + k) for k in range(tail))
+    return pairs
+
+
+def _lcs(
+    ra: range, rb: range, ka: Sequence[Any], kb: Sequence[Any], sa: Sequence[str], sb: Sequence[str]
+) -> Iterator[tuple[int | None, int | None]]:
+    """Weighted LCS: an identical pair scores 2, a pair sharing only kind and name 1."""
+    n, m = len(ra), len(rb)
+    a0, b0 = ra.start, rb.start
+    pair_weight = 1
+    table = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n - 1, -1, -1):
+        row, below = table[i], table[i + 1]
+        key, sig = ka[a0 + i], sa[a0 + i]
+        for j in range(m - 1, -1, -1):
+            best = below[j] if below[j] >= row[j + 1] else row[j + 1]
+            if key == kb[b0 + j]:
+                score = below[j + 1] + pair_weight + (1 if sig == sb[b0 + j] else 0)
+                if score > best:
+                    best = score
+            row[j] = best
+    i = j = 0
+    while i < n and j < m:
+        if ka[a0 + i] == kb[b0 + j]:
+            score = table[i + 1][j + 1] + pair_weight + (1 if sa[a0 + i] == sb[b0 + j] else 0)
+            if table[i][j] == score:
+                yield a0 + i, b0 + j
+                i += 1
+                j += 1
+                continue
+        if table[i + 1][j] >= table[i][j + 1]:
+            yield a0 + i, None
+            i += 1
+        else:
+            yield None, b0 + j
+            j += 1
+    for k in range(i, n):
+        yield a0 + k, None
+    for k in range(j, m):
+        yield None, b0 + k
+
+
+def _blocks(ra: range, rb: range, ka: Sequence[Any], kb: Sequence[Any]) -> Iterator[tuple[int | None, int | None]]:
+    ids: dict[Any, int] = {}
+    left = [ids.setdefault(ka[i], len(ids)) for i in ra]
+    right = [ids.setdefault(kb[j], len(ids)) for j in rb]
+    matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            for k in range(i2 - i1):
+                yield ra.start + i1 + k, rb.start + j1 + k
+            continue
+        for k in range(i1, i2):
+            yield ra.start + k, None
+        for k in range(j1, j2):
+            yield None, rb.start + k
+
+
+# -- rendering --------------------------------------------------------------------------
+
+
+def render_text(diff: TraceDiff, *, context: int = 1, verbose: bool = False, color: bool = False) -> str:
+    """The report ``rewind diff`` prints: changed rows with ``context`` equal rows around them.
+
+    ``verbose`` adds full request/outcome diffs; ``color`` adds ANSI colours. Recorded
+    text (names, kinds, payloads, paths) is shown inert, so the colours are the only
+    escape sequences in the report.
+    """
+    if context < 0:
+        raise ValueError(f"context must be >= 0, not {context}")
+
+    def paint(text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if color else text
+
+    lines = [
+        paint(f"--- A: {inert(diff.a_label)} ({diff.a_steps} steps)", "1"),
+        paint(f"+++ B: {inert(diff.b_label)} ({diff.b_steps} steps)", "1"),
+    ]
+    lines.extend(f"note: {inert(note)}" for note in diff.notes)
+    first = diff.first_divergence
+    width = max(4, *(len(e.name) for e in diff.entries)) if diff.entries else 4
+    width = min(width, 40)
+    # A hybrid run's rows say which steps ran live, so every row is shown.
+    shown = list(range(len(diff.entries))) if any(diff.hybrid) else _visible_rows(diff.entries, context)
+    previous = -1
+    for index in shown:
+        if index - previous > 1:
+            lines.append(paint(f"  ⋮  {_steps(index - previous - 1)} equal", "2"))
+        previous = index
+        entry = diff.entries[index]
+        row = _row(entry, width) + _origin(entry, diff.hybrid)
+        if entry.op != EQUAL:
+            row = paint(row, _COLOR[entry.op])
+        if entry is first:
+            row += paint("   ◀ first divergence", "1")
+        lines.append(row)
+        if entry.op != EQUAL:
+            lines.extend("        " + line for line in _details(entry, verbose))
+    if diff.entries and len(diff.entries) - 1 > previous:
+        lines.append(paint(f"  ⋮  {_steps(len(diff.entries) - 1 - previous)} equal", "2"))
+    lines.append("")
+    if first is None:
+        how = "byte for byte" if diff.exact else "ignoring per-run ids, timestamps and usage"
+        lines.append(f"no divergence: {diff.summary()}, same requests and outcomes ({how})")
+    else:
+        where = _where(first)
+        named = f"{inert(first.kind)} '{clip(first.name, None)}'"
+        lines.append(paint(f"first divergence: {where} {named}: {first.explain()}", "1"))
+        if first.op == CHANGED and "request" not in first.changes:
+            lines.append("  everything after this step follows from that answer")
+        lines.append(f"summary: {diff.summary()}")
+    return "\n".join(lines)
+
+
+def _steps(count: int) -> str:
+    return f"{count} step" if count == 1 else f"{count} steps"
+
+
+def _visible_rows(entries: Sequence[DiffEntry], context: int) -> list[int]:
+    keep: set[int] = set()
+    for index, entry in enumerate(entries):
+        if entry.op != EQUAL:
+            keep.update(range(max(0, index - context), min(len(entries), index + context + 1)))
+    return sorted(keep)
+
+
+def _where(entry: DiffEntry) -> str:
+    if entry.op == INSERTED:
+        return f"step {entry.step} of B"
+    if entry.op == DELETED:
+        return f"step {entry.step} of A"
+    if entry.a_step == entry.b_step:
+        return f"step {entry.step}"
+    return f"step {entry.a_step} of A / {entry.b_step} of B"
+
+
+def _origin(entry: DiffEntry, hybrid: tuple[bool, bool]) -> str:
+    """`` [B: live]`` / `` [B: ↺ served]``: where a hybrid run's step came from."""
+    marks = [
+        f"{label}: {'live' if event.live else '↺ served'}"
+        for label, event, is_hybrid in (("A", entry.a, hybrid[0]), ("B", entry.b, hybrid[1]))
+        if is_hybrid and event is not None
+    ]
+    return f"  [{', '.join(marks)}]" if marks else ""
+
+
+def _row(entry: DiffEntry, width: int) -> str:
+    a = str(entry.a_step) if entry.a_step is not None else "·"
+    b = str(entry.b_step) if entry.b_step is not None else "·"
+    head = f"{_SYMBOL[entry.op]} {a:>5} {b:>5}  {inert(entry.kind):<6} {clip(entry.name, width):<{width}}"
+    if entry.op == CHANGED:
+        what = " & ".join(entry.changes)
+        return f"{head}  {what} changed ({percent(entry.similarity)} similar)"
+    if entry.op == DELETED:
+        return f"{head}  only in A"
+    if entry.op == INSERTED:
+        return f"{head}  only in B"
+    return head.rstrip()
+
+
+def _details(entry: DiffEntry, verbose: bool) -> list[str]:
+    if entry.op in (DELETED, INSERTED):
+        event = entry.a if entry.a is not None else entry.b
+        assert event is not None
+        if not verbose:
+            return [f"→ {outcome(event, 100)}"]
+        return [f"request:  {compact(event.request, 400)}", f"outcome:  {outcome(event, 400)}"]
+    assert entry.a is not None and entry.b is not None
+    a, b = entry.a, entry.b
+    if verbose:
+        out: list[str] = []
+        if "request" in entry.changes:
+            out.extend(_unified(a.request, b.request, "request"))
+        if any(c in entry.changes for c in ("response", "error", "outcome")):
+            out.extend(_unified(_outcome_value(a), _outcome_value(b), "outcome"))
+        return out
+    out = []
+    provider = a.kind == "llm"
+    if "request" in entry.changes:
+        out.extend(_path_lines(_mask(a.request, provider=provider), _mask(b.request, provider=provider), "request"))
+    if "outcome" in entry.changes or "error" in entry.changes:
+        out.append(f"A: {outcome(a, 100)}")
+        out.append(f"B: {outcome(b, 100)}")
+    elif "response" in entry.changes:
+        text_a, text_b = answer_text(a.response), answer_text(b.response)
+        if a.kind == "llm" and text_a is not None and text_b is not None and text_a != text_b:
+            out.append(f"A: {clip(text_a, 100)}")
+            out.append(f"B: {clip(text_b, 100)}")
+        else:
+            left, right = _mask(_outcome_value(a), provider=provider), _mask(_outcome_value(b), provider=provider)
+            out.extend(_path_lines(left, right, "response"))
+    return out
+
+
+def _outcome_value(event: Event) -> Any:
+    if not event.ok:
+        return {"error": event.error}
+    stream = event.get("stream")
+    if event.response is None and stream is not None:
+        return {"stream": stream}
+    return event.response
+
+
+def _around(value: Any, other: Any, width: int = 60) -> str:
+    """``value`` cut to ``width``, starting near where it stops agreeing with ``other``:
+    two long strings that share their first 60 characters must not look identical."""
+    if isinstance(value, str) and isinstance(other, str) and len(value) > width:
+        shared = 0
+        for mine, theirs in zip(value, other):
+            if mine != theirs:
+                break
+            shared += 1
+        if shared > width // 2:
+            start = shared - 12
+            return "…" + compact(value[start:], width - 1)
+    return compact(value, width)
+
+
+def _path_lines(a: Any, b: Any, root: str, limit: int = 3) -> list[str]:
+    changes = list(_changed_paths(a, b, root, limit + 1))
+    lines = [f"{clip(path, 120)}: {_around(x, y)} → {_around(y, x)}" for path, x, y in changes[:limit]]
+    if len(changes) > limit:
+        lines.append("… more differences (use -v for the full diff)")
+    if not lines:
+        lines.append(f"{root}: differs only in per-run values (ids, timestamps)")
+    return lines
+
+
+_MISSING = "<absent>"
+
+
+def _changed_paths(a: Any, b: Any, path: str, limit: int) -> Iterator[tuple[str, Any, Any]]:
+    found = 0
+    stack: list[tuple[Any, Any, str]] = [(a, b, path)]
+    while stack and found < limit:
+        x, y, where = stack.pop()
+        if x == y:
+            continue
+        if isinstance(x, dict) and isinstance(y, dict):
+            for key in reversed(sorted(set(x) | set(y), key=str)):
+                stack.append((x.get(key, _MISSING), y.get(key, _MISSING), f"{where}.{key}"))
+            continue
+        if isinstance(x, list) and isinstance(y, list):
+            if len(x) != len(y):
+                found += 1
+                yield where, f"{len(x)} items", f"{len(y)} items"
+            for index in reversed(range(min(len(x), len(y)))):
+                stack.append((x[index], y[index], f"{where}[{index}]"))
+            continue
+        found += 1
+        yield where, x, y
+
+
+def _unified(a: Any, b: Any, label: str, limit: int = 80) -> list[str]:
+    left = pretty(a).splitlines()
+    right = pretty(b).splitlines()
+    # pretty() is inert already, so every diff line is too.
+    lines = list(difflib.unified_diff(left, right, f"A {label}", f"B {label}", n=2, lineterm=""))
+    if len(lines) > limit:
+        lines = [*lines[:limit], f"… ({len(lines) - limit} more diff lines)"]
+    return lines
+
+
+__all__ = ["CHANGED", "DELETED", "EQUAL", "INSERTED", "DiffEntry", "TraceDiff", "diff_traces", "render_text"]
