@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from rewind.engine.channel import PARCELS
 from rewind.storage.trace import TraceWriter
+
+from .parcels import PARCELS
 
 
 class RewindSpanExporter(SpanExporter):

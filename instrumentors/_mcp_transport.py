@@ -29,7 +29,7 @@ from typing import Any
 
 import anyio
 
-from rewind.engine.session import current_session
+from rewind.engine.context import current_session
 
 #: The JSON-RPC code of the offline answer: "method not found", what a server says to a
 #: request it does not know; mcp raises it as ``McpError``/``MCPError``.

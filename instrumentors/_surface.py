@@ -89,8 +89,8 @@ from urllib.parse import urlsplit
 import wrapt
 
 from rewind.data.http_error import bind_request, without_secrets
+from rewind.engine.context import current_session, warn_if_threadless
 from rewind.engine.core import Call, begin_call
-from rewind.engine.session import current_session, warn_if_threadless
 from rewind.errors import PatchGapWarning, RedactionError, ReviveFallbackWarning, TraceWriteError
 
 from ._chunk_shape import check_stream
@@ -514,7 +514,7 @@ class _Invocation:
         stream_record = event.get("stream")
         if stream_record is None and event.get("imported") is not None and _wants_stream(surface, self.kwargs):
             # Telemetry keeps the final message, not its chunks: synthesize them from it.
-            from rewind.importing.streams import with_stream
+            from rewind.storage.streams import with_stream
 
             synthesized = with_stream(event, self.kwargs)
             if synthesized is not None:

@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rewind.data.canonical import to_jsonable
-from rewind.engine.session import current_session
+from rewind.engine.context import current_session
 from rewind.errors import PatchGapWarning
 
 from ._errors import add_response, error_record, revive_error

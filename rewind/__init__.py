@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import sys
 
+from rewind.engine.context import current_session
 from rewind.engine.core import Call, begin_call
 from rewind.engine.decorators import llm, memory, tool
 from rewind.engine.policy import ReplayPolicy
 from rewind.engine.replay import ReplaySpanProcessor
-from rewind.engine.session import Session, current_session, fork, record, replay
+from rewind.engine.session import Session, record, replay
 from rewind.engine.threads import patch_thread_pool
 from rewind.inspection.accounting import DEFAULT_PRICES, Accounting, ModelPrice, ModelUsage, account
 from rewind.inspection.diff import DiffEntry, TraceDiff, diff_traces, render_text
@@ -47,6 +48,7 @@ from rewind.setup.integrations import (
 )
 from rewind.storage.trace import Event, Trace
 from rewind.testing.doubles import NeverCalled, ScriptedLLM
+from rewind.what_if.fork import fork
 
 from . import _moved
 from ._version import __version__

@@ -105,7 +105,8 @@ class ReplayedError(RewindError):
     """An error that happened at record time, raised again at replay.
 
     When the original class is importable from modules already loaded, the raised
-    instance also subclasses it, so ``except openai.RateLimitError:`` still works.
+    instance also subclasses it, so ``except openai.RateLimitError:`` still works. Those
+    subclasses are made, and pickled, by ``rewind.data.replayed_error``.
     """
 
     original_type: str
@@ -120,13 +121,6 @@ class ReplayedError(RewindError):
 
     def __str__(self) -> str:
         return self.original_message
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # Rebuilt through the receiving process's imported modules (or as plain
-        # ReplayedError): see rewind.replayed_error.reduce_replayed.
-        from rewind.data.replayed_error import reduce_replayed
-
-        return reduce_replayed(self)
 
 
 class RedactionError(RewindError):

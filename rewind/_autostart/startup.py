@@ -119,7 +119,7 @@ def _inherit_network_guard() -> None:
     if not os.environ.get("REWIND_GUARD_NETWORK"):
         return
     try:
-        from rewind.engine.guard_children import inherit
+        from rewind.engine.network_guard import inherit
 
         inherit()
     except Exception as exc:  # the program must not run unguarded

@@ -148,3 +148,16 @@ def get_output(ctx: click.Context) -> Output:
     """The ``Output`` the group resolved from ``--color``/``--no-pager``."""
     obj = ctx.find_object(Output)
     return obj if obj is not None else Output.resolve()
+
+
+def trace_destination(trace_path: str) -> str:
+    """The absolute path a trace will be written to, refused now if it cannot be."""
+    path = os.path.abspath(trace_path)
+    if os.path.isdir(path):
+        raise CliError(f"{trace_path}: is a directory; pass the trace file to write")
+    folder = os.path.dirname(path)
+    if not os.path.isdir(folder):
+        raise CliError(f"{trace_path}: the folder {folder} does not exist; create it first")
+    if not os.access(folder, os.W_OK):
+        raise CliError(f"{trace_path}: cannot write in {folder}; check its permissions")
+    return path

@@ -22,9 +22,8 @@ from rewind.inspection import summary
 from rewind.proxy import Proxy, UpstreamConfigError
 from rewind.setup import bootstrap
 
-from ._common import CliError
+from ._common import CliError, trace_destination
 from ._run import _parent_stands_aside
-from .record import _destination
 
 STRATEGIES = ("strict", "ordered", "fuzzy", "parallel")
 DEFAULT_PORT = 8787
@@ -164,7 +163,7 @@ def command(
     trace_path = record_path or replay_path
     assert trace_path is not None
     if mode == "record":
-        _destination(trace_path)
+        trace_destination(trace_path)
     proxy = open_proxy(
         trace_path,
         mode=mode,

@@ -13,7 +13,7 @@ from rewind.engine import nothing_recorded
 from rewind.inspection import summary
 from rewind.storage import scratch
 
-from ._common import CliError
+from ._common import CliError, trace_destination
 from ._run import CHILD_CONTEXT, Outcome, check_callable_spec, check_command, finish, run_child
 
 
@@ -25,18 +25,6 @@ def _meta(raw: str) -> str:
     if not isinstance(meta, dict):
         raise CliError(f'--meta must be a JSON object, e.g. \'{{"ticket": "T-1"}}\', not {type(meta).__name__}')
     return json.dumps(meta)
-
-
-def _destination(trace_path: str) -> str:
-    path = os.path.abspath(trace_path)
-    if os.path.isdir(path):
-        raise CliError(f"{trace_path}: is a directory; pass the trace file to write")
-    folder = os.path.dirname(path)
-    if not os.path.isdir(folder):
-        raise CliError(f"{trace_path}: the folder {folder} does not exist; create it first")
-    if not os.access(folder, os.W_OK):
-        raise CliError(f"{trace_path}: cannot write in {folder}; check its permissions")
-    return path
 
 
 @click.command("record", context_settings=CHILD_CONTEXT)
@@ -94,7 +82,7 @@ def command(
     no Python process under it opened the session.
     """
     argv = check_command(command)
-    path = _destination(trace_path)
+    path = trace_destination(trace_path)
     # A good trace must never be lost to a failed re-recording: record beside it first.
     previous = os.path.exists(path)
     target = str(scratch.scratch_path(Path(path))) if previous else path

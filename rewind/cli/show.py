@@ -9,8 +9,8 @@ import click
 from rewind.data.escape import inert, inert_value
 from rewind.engine.nothing_recorded import incomplete_reason
 from rewind.inspection.preview import clip, compact, model_of, outcome, request_preview
+from rewind.inspection.provenance import edit_provenance, hybrid_provenance
 from rewind.storage.trace import Event, Trace
-from rewind.what_if.provenance import edit_provenance, hybrid_provenance
 
 from ._common import Output, get_output, is_terminal, open_trace, width
 

@@ -145,6 +145,7 @@ def replayed_class(original: type[BaseException] | None) -> type[ReplayedError]:
                 "__init__": ReplayedError.__init__,
                 "__str__": ReplayedError.__str__,
                 "__rewind_original__": original,
+                "__reduce__": reduce_replayed,
             },
         )
     except TypeError:  # e.g. an instance-layout conflict with a C exception type
@@ -228,8 +229,8 @@ def _rebuild(module: str, qualname: str, args: tuple[Any, ...], state: dict[str,
 
 
 def reduce_replayed(error: ReplayedError) -> tuple[Any, ...]:
-    """``ReplayedError.__reduce__``: the synthetic class is named like the original, so
-    pickle's default (look the class up by name) would find the original instead."""
+    """``__reduce__`` of the classes ``replayed_class`` makes: such a class is named like its
+    original, so pickle's default (look the class up by name) would find the original."""
     original = getattr(type(error), "__rewind_original__", None)
     module = original.__module__ if original is not None else ""
     qualname = original.__qualname__ if original is not None else ""

@@ -26,7 +26,7 @@ import json
 import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from types import ModuleType, TracebackType
+from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as context_api
@@ -44,10 +44,11 @@ from rewind.data.canonical import (
 from rewind.data.function_names import same_function
 from rewind.data.replayed_error import decode_error, encode_error, is_cancellation, replayed_cancellation
 from rewind.errors import DivergenceError, RedactionError, TraceFormatError, TraceWriteError
+from rewind.exporters.parcels import PARCELS, Parcel
 from rewind.storage.trace import Event
 
 from . import content_capture
-from .channel import PARCELS, Parcel
+from .context import current_session, warn_if_threadless
 from .span_errors import (
     annotate,
     client_credentials,
@@ -610,20 +611,6 @@ def _thousandths(value: float) -> float:
     return round(value * 1000) / 1000
 
 
-_SESSIONS: ModuleType | None = None
-
-
-def _sessions() -> ModuleType:
-    # Imported on first use (session imports the exporter, which imports the trace
-    # module); kept, so the hot path does not run an import statement per call.
-    global _SESSIONS
-    if _SESSIONS is None:
-        from . import session
-
-        _SESSIONS = session
-    return _SESSIONS
-
-
 def begin_call(
     kind: str,
     name: str,
@@ -645,10 +632,9 @@ def begin_call(
     ``function`` names the decorated function making the call (``module.qualname``): a
     divergence report and a replay say when a step was recorded by another one.
     """
-    sessions = _SESSIONS or _sessions()
-    session = sessions.current_session()
+    session = current_session()
     if session is None:
-        sessions.warn_if_threadless(kind, name)
+        warn_if_threadless(kind, name)
         return None
     call = Call(session, kind, name, request, is_async, function)
     call._start_span(span_name, attributes, describe)

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -37,8 +36,6 @@ NO_PROXY = ("no_proxy", "NO_PROXY")
 VARIABLES = (GUARD, ALLOW, LABEL, PROXIES_WERE, *PROXIES, *NO_PROXY)
 
 _armed: dict[str, str] = {}
-#: The hold a child Python keeps on the guard for its whole life.
-_inherited: Any = None
 
 
 def child_variables(label: str, allow_hosts: Iterable[str]) -> dict[str, str]:
@@ -79,11 +76,11 @@ def into(env: Any) -> None:
         env[name.encode() if encode else name] = value.encode() if encode else value
 
 
-def inherit() -> None:
-    """In a child Python: hold the guard its parent held, for the whole life of the process."""
-    global _inherited
-    if os.environ.get(GUARD) != "block" or _inherited is not None:
-        return
+def take_inherited() -> tuple[str, list[str]] | None:
+    """In a child Python: the guard its parent held, as ``(label, allowed hosts)``, taken out
+    of the environment (the proxies the guard replaced are put back); None when there is none."""
+    if os.environ.get(GUARD) != "block":
+        return None
     allow = [h for h in os.environ.get(ALLOW, "").split(",") if h]
     label = os.environ.get(LABEL) or "the parent process's replay"
     try:
@@ -95,6 +92,4 @@ def inherit() -> None:
     for name, value in (were if isinstance(were, dict) else {}).items():
         if name in (*PROXIES, *NO_PROXY) and isinstance(value, str):
             os.environ[name] = value
-    from .network_guard import block
-
-    _inherited = block(f"{label} (inherited by this child process, {os.path.basename(sys.argv[0] or 'python')})", allow)
+    return label, allow

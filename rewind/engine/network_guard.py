@@ -16,7 +16,7 @@ underneath them: ``connect`` of any socket (``_socket.socket`` too), ``sendto``/
 loopback (``localhost``, ``127.0.0.0/8``, ``::1``), a Unix socket, or on the allow-list,
 with a ``NetworkBlockedError`` naming the host and the code that tried.
 
-Child processes inherit it (``rewind._guard_children``): Pythons of this environment install it at
+Child processes inherit it (``guard_children``; ``inherit`` below): Pythons of this environment install it at
 start-up, and every child gets proxy variables pointing at a dead loopback port, so a
 ``curl`` or a Python without rewind that honours them cannot reach the world either.
 What no Python code can stop (a C library's own ``connect()``, ctypes, a program that
@@ -44,6 +44,8 @@ from types import FrameType
 from typing import Any
 
 from rewind.errors import RewindError
+
+from . import guard_children as _guard_children
 
 NETWORK_MODES = ("allow", "block")
 _LOCAL_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
@@ -109,8 +111,6 @@ class Hold:
         self.blocked: list[NetworkBlockedError] = []
 
     def release(self) -> None:
-        from . import guard_children as _guard_children
-
         with _GUARD.lock:
             if self not in _GUARD.holders:
                 return
@@ -125,10 +125,24 @@ class Hold:
     __call__ = release
 
 
+#: The hold a child Python keeps on its parent's guard for its whole life.
+_inherited: Hold | None = None
+
+
+def inherit() -> None:
+    """In a child Python: hold the guard its parent held, for the whole life of the process."""
+    global _inherited
+    if _inherited is not None:
+        return
+    taken = _guard_children.take_inherited()
+    if taken is not None:
+        label, allow = taken
+        child = os.path.basename(sys.argv[0] or "python")
+        _inherited = block(f"{label} (inherited by this child process, {child})", allow)
+
+
 def block(label: str, allow_hosts: Sequence[str] = ()) -> Hold:
     """Block the network until the returned hold is released (reference-counted)."""
-    from . import guard_children as _guard_children
-
     hold = Hold(label, frozenset(_norm(h) for h in allow_hosts))
     with _GUARD.lock:
         if not _GUARD.holders:
@@ -218,7 +232,7 @@ def _address_host(address: Any) -> tuple[Any, Any] | None:
 def _library_dirs() -> tuple[str, ...]:
     paths = sysconfig.get_paths()
     dirs = {paths.get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")}
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # all of rewind/
     return tuple(os.path.abspath(d) + os.sep for d in (*dirs, here) if d)
 
 
@@ -362,8 +376,6 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
     if not _GUARD.holders:
         return
     if event in _SPAWNS:
-        from . import guard_children as _guard_children
-
         _guard_children.into(args[_SPAWNS[event]] if len(args) > _SPAWNS[event] else None)
         return
     if not event.startswith("socket."):

@@ -23,6 +23,8 @@ import os
 import sys
 from typing import Any
 
+from .providers import PROVIDERS
+
 #: The header key of a trace whose program failed before its first call.
 INCOMPLETE = "incomplete"
 
@@ -31,16 +33,12 @@ FAILED_BEFORE_FIRST_CALL = "the program failed before its first call"
 
 def _installed_sdks() -> list[tuple[str, str]]:
     """``(provider, sdk module)`` for each instrumented SDK this interpreter can import."""
-    from rewind.setup.integrations import _PROVIDERS
-
-    return [(name, p.sdk) for name, p in sorted(_PROVIDERS.items()) if p.installed()]
+    return [(name, p.sdk) for name, p in sorted(PROVIDERS.items()) if p.installed()]
 
 
 def _imported_sdks() -> list[str]:
     """The instrumented SDKs this process imported."""
-    from rewind.setup.integrations import _PROVIDERS
-
-    return sorted(name for name, p in _PROVIDERS.items() if p.sdk in sys.modules)
+    return sorted(name for name, p in PROVIDERS.items() if p.sdk in sys.modules)
 
 
 def _decorated_here() -> int:

@@ -17,27 +17,21 @@ import threading
 from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 
+from .providers import PROVIDERS
+
 #: What a placeholder key holds; recognizable in a provider's "invalid API key" error.
 PLACEHOLDER = "rewind-replay-placeholder-key"
 
-#: One entry per SDK: the variables it reads its key from. The first is set when none is.
-SDK_KEYS: tuple[tuple[str, ...], ...] = (
-    ("OPENAI_API_KEY",),
-    ("ANTHROPIC_API_KEY",),
-    ("GROQ_API_KEY",),
-    ("TOGETHER_API_KEY",),
-    ("FIREWORKS_API_KEY",),
-    ("MISTRAL_API_KEY",),
-    ("CO_API_KEY",),
-    # google-genai reads either, and warns when both are set: set one only when neither is.
-    ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-)
+#: One entry per SDK that reads a key: the variables it reads, the first set when none is
+#: (declared with each provider in ``rewind.engine.providers``).
+SDK_KEYS: tuple[tuple[str, ...], ...] = tuple(p.keys for p in PROVIDERS.values() if p.keys)
 
 
 def missing(environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
     """The placeholders ``environ`` lacks: ``{variable: PLACEHOLDER}``."""
     env = os.environ if environ is None else environ
-    return {names[0]: PLACEHOLDER for names in SDK_KEYS if not any(env.get(name) for name in names)}
+    keys = (p.keys for p in PROVIDERS.values() if p.keys)
+    return {names[0]: PLACEHOLDER for names in keys if not any(env.get(name) for name in names)}
 
 
 def fill(environ: MutableMapping[str, str] | None = None) -> list[str]:

@@ -11,9 +11,8 @@ import os
 import threading
 import uuid
 import warnings
-import weakref
 from collections.abc import Callable, Mapping, Sequence
-from contextvars import ContextVar, Token
+from contextvars import Token
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -24,14 +23,14 @@ from rewind.errors import (
     DivergenceError,
     IdentityCollisionWarning,
     RewindError,
-    ThreadlessCallWarning,
     UnconsumedEventsWarning,
 )
 from rewind.exporters.rewind_file import RewindSpanExporter
 from rewind.matching import Matcher, OrderedMatcher, resolve_matcher
 from rewind.storage.trace import BLOBS_FORMAT_VERSION, Event, PathLike, Trace, TraceWriter, check_threshold, new_header
 
-from . import breakpoints, network_guard, placeholder_keys
+from . import breakpoints, context, network_guard, placeholder_keys
+from .context import current_session as current_session  # rewind.session.current_session, documented
 from .network_guard import check_network
 from .nothing_recorded import incomplete_reason
 from .replay import ReplaySpanProcessor
@@ -46,31 +45,9 @@ Redactor = Callable[[Payload], Payload]
 Normalizer = Callable[[Payload], Payload]
 StepCallback = Callable[[Event], Any]
 
-_ACTIVE: ContextVar[Session | None] = ContextVar("rewind_session", default=None)
-_OPEN: weakref.WeakSet[Session] = weakref.WeakSet()
-
-
-def current_session() -> Session | None:
-    """The session active in this context (thread or asyncio task), or ``None``."""
-    return _ACTIVE.get()
-
-
-def warn_if_threadless(kind: str, name: str) -> None:
-    """Warn once per session when a call escapes it by running in another thread."""
-    if not _OPEN:
-        return
-    here = threading.current_thread()
-    for session in list(_OPEN):
-        if session._thread is not here and not session._warned_threadless:
-            session._warned_threadless = True
-            warnings.warn(
-                f"rewind: {kind} call {name!r} ran in thread {here.name!r} outside the active "
-                f"{session.mode} session, so it was neither recorded nor replayed (it ran live). "
-                "Threads start with an empty context: call rewind.patch_thread_pool() for "
-                "ThreadPoolExecutor workers, or run the function via contextvars.copy_context().run.",
-                ThreadlessCallWarning,
-                stacklevel=4,
-            )
+# The active session and the open ones live in ``context``, a leaf the hot path reads.
+ACTIVE = context.ACTIVE
+_OPEN = context.OPEN
 
 
 class Session:
@@ -171,7 +148,7 @@ class Session:
         self._entered = True
         self._open()
         self._run_span = RunSpan.open(self.mode, self.path)  # one run, one trace in a backend
-        self._token = _ACTIVE.set(self)
+        self._token = ACTIVE.set(self)
         _OPEN.add(self)
         if self.mode == "replay":
             # SDK clients refuse to be built without a key, even to be replayed (keyless CI).
@@ -188,9 +165,9 @@ class Session:
         _OPEN.discard(self)
         if self._token is not None:
             try:
-                _ACTIVE.reset(self._token)
+                ACTIVE.reset(self._token)
             except ValueError:  # exited in another context (e.g. a different task)
-                _ACTIVE.set(None)
+                ACTIVE.set(None)
             self._token = None
         try:
             self._run_span.close(exc, self.redact, frozenset(self.known_credentials))
@@ -466,7 +443,7 @@ def replay(
     served drifted (by default that fails: the program ran on another run's answers).
     """
     check_network(network, allow_hosts)
-    policy = _policy(policy, live, never_live, on_missing, model_map)
+    policy = session_policy(policy, live, never_live, on_missing, model_map)
     hybrid = policy is not None and policy.hybrid
     if match is None:
         match = "parallel" if hybrid else "strict"
@@ -497,7 +474,7 @@ def replay(
     )
 
 
-def _policy(
+def session_policy(
     policy: ReplayPolicy | None,
     live: Sequence[str] | str | None,
     never_live: Sequence[str] | str | None,
@@ -515,61 +492,3 @@ def _policy(
         return policy
     built = ReplayPolicy.of(live=live, never_live=never_live, on_missing=on_missing, model_map=model_map)
     return built if built != ReplayPolicy() else None
-
-
-_NO_EDIT: Any = object()
-
-
-def fork(
-    path: PathLike,
-    *,
-    at: int,
-    match: str | Matcher = "strict",
-    save_as: PathLike | None = None,
-    redact: Redactor | None = None,
-    normalize: Normalizer | None = None,
-    edit: Any = _NO_EDIT,
-    then: str | None = None,
-    never_live: Sequence[str] | str | None = None,
-    policy: ReplayPolicy | None = None,
-) -> Session:
-    """Serve steps ``[0, at)`` from ``path``, then run live; ``save_as`` writes the new run.
-
-    With ``edit=`` (edit and continue): step ``at`` is served too, with its outcome changed
-    (new response JSON, ``{"error": {...}}``, or a function of the recorded ``Event``);
-    then ``then="live"`` (default) runs the rest live, ``then="replay"`` keeps serving
-    recorded steps while the requests still match them. See docs/what-if.md.
-
-    ``never_live`` names calls that must not run for real once the fork is live: such a
-    call is answered by the recorded step with its identity, or stops the run with
-    ``NeverLiveError`` (docs/hybrid.md).
-    """
-    if not isinstance(at, int) or isinstance(at, bool) or at < 0:
-        raise ValueError(f"fork(at=...) must be a step number >= 0, not {at!r}")
-    resolve_matcher(match)
-    policy = _policy(policy, None, never_live, "error", None)
-    if policy is not None and policy.hybrid:
-        raise ValueError("fork() runs everything after its fork point live; live= and on_missing= apply to replay()")
-    if edit is not _NO_EDIT:
-        from rewind.what_if.fork import edit_fork
-
-        options: dict[str, Any] = {
-            "match": match,
-            "save_as": save_as,
-            "redact": redact,
-            "normalize": normalize,
-            "policy": policy,
-        }
-        return edit_fork(path, at=at, edit=edit, then=then or "live", **options)
-    if then is not None:
-        raise ValueError("fork(then=...) applies to an edit: pass edit= too (a plain fork always runs live)")
-    return Session(
-        "fork",
-        path=path,
-        match=match,
-        fork_at=at,
-        save_as=save_as,
-        redact=redact,
-        normalize=normalize,
-        policy=policy,
-    )

@@ -25,8 +25,8 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerPro
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 
 from rewind.data import genai_names as names
+from rewind.exporters.parcels import PARCELS
 
-from .channel import PARCELS
 from .span_errors import annotate, environment_credentials, exported_message, request_credentials
 
 if TYPE_CHECKING:

@@ -26,9 +26,9 @@ from typing import Any
 
 from rewind.data.canonical import canonical_json
 from rewind.data.escape import inert
+from rewind.inspection.provenance import edit_provenance, hybrid_provenance
 from rewind.matching.similarity import lexical_similarity
 from rewind.storage.trace import Event, PathLike, Trace
-from rewind.what_if.provenance import edit_provenance, hybrid_provenance
 
 from .preview import answer_text, clip, compact, outcome, pretty
 

@@ -16,9 +16,9 @@ from typing import Any
 
 from rewind.inspection.accounting import DEFAULT_PRICES, PRICES_CHECKED, ModelPrice, _lower_keys, price_for, usage_of
 from rewind.inspection.preview import error_line, model_of, outcome, stream_text
+from rewind.inspection.provenance import hybrid_provenance
 from rewind.storage import blobs as _blobs
 from rewind.storage.trace import BLOBS_FORMAT_VERSION, Event, Trace
-from rewind.what_if.provenance import hybrid_provenance
 
 from ._payload import CLIP, Embedder
 

@@ -71,10 +71,11 @@ from rewind.data.safe_read import file_kind
 from rewind.engine import placeholder_keys
 from rewind.engine.policy import ENVIRONMENT as POLICY
 from rewind.engine.policy import ReplayPolicy
-from rewind.engine.session import Session, fork, record, replay
+from rewind.engine.session import Session, record, replay
 from rewind.errors import DivergenceError, RewindError, UnconsumedEventsWarning
 from rewind.inspection import summary
 from rewind.storage.trace_file import open_for_writing
+from rewind.what_if.fork import fork
 
 from . import session_owner
 
@@ -588,8 +589,10 @@ def instrument_on_import() -> None:
         return
     import wrapt
 
+    from rewind.engine.providers import PROVIDERS
+
     for name in integrations.providers():
-        provider = integrations._PROVIDERS[name]
+        provider = PROVIDERS[name]
         if provider.installed():
             wrapt.register_post_import_hook(_patch_on_import(name), provider.sdk)
 

@@ -27,60 +27,35 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from rewind.engine.providers import PROVIDERS, Provider, register_provider
 from rewind.errors import RewindError
 
 Unpatch = Callable[[], None]
 
 
 @dataclass
-class _Provider:
-    name: str
-    sdk: str
-    instrumentor: str  # "module:Class"
+class _Hold:
+    """Who holds a provider's hooks: how many ``patch_*`` consumers, and whether rewind installed them."""
+
+    provider: Provider
     count: int = 0
     owned: bool = False
 
-    def installed(self) -> bool:
-        try:
-            return importlib.util.find_spec(self.sdk) is not None
-        except (ImportError, ValueError):
-            return False
-
     def instance(self) -> Any:
-        module, _, cls = self.instrumentor.partition(":")
+        module, _, cls = self.provider.instrumentor.partition(":")
         return getattr(importlib.import_module(module), cls)()
 
 
-_PROVIDERS: dict[str, _Provider] = {}
+_HOLDS: dict[str, _Hold] = {}
 _LOCK = threading.RLock()
-
-
-def register_provider(name: str, sdk: str, instrumentor: str) -> None:
-    """Make ``name`` patchable: ``sdk`` is the import name, ``instrumentor`` ``"module:Class"``."""
-    with _LOCK:
-        _PROVIDERS[name] = _Provider(name, sdk, instrumentor)
-
-
-register_provider("openai", "openai", "rewind.instrumentors.openai:OpenAIInstrumentor")
-register_provider("anthropic", "anthropic", "rewind.instrumentors.anthropic:AnthropicInstrumentor")
-register_provider("litellm", "litellm", "rewind.instrumentors.litellm:LiteLLMInstrumentor")
-register_provider("groq", "groq", "rewind.instrumentors.groq:GroqInstrumentor")
-register_provider("together", "together", "rewind.instrumentors.together:TogetherInstrumentor")
-register_provider("fireworks", "fireworks", "rewind.instrumentors.fireworks:FireworksInstrumentor")
-register_provider("mcp", "mcp", "rewind.instrumentors.mcp:MCPInstrumentor")
-register_provider("mistral", "mistralai", "rewind.instrumentors.mistral:MistralInstrumentor")
-register_provider("cohere", "cohere", "rewind.instrumentors.cohere:CohereInstrumentor")
-register_provider("gemini", "google.genai", "rewind.instrumentors.gemini:GeminiInstrumentor")
-register_provider("xai", "xai_sdk", "rewind.instrumentors.xai:XAIInstrumentor")
-register_provider("bedrock", "botocore", "rewind.instrumentors.bedrock:BedrockInstrumentor")
 
 
 def providers() -> list[str]:
     """Every provider name ``auto_patch`` knows, installed or not."""
-    return sorted(_PROVIDERS)
+    return sorted(PROVIDERS)
 
 
-def _acquire(provider: _Provider) -> None:
+def _acquire(provider: _Hold) -> None:
     with _LOCK:
         if provider.count == 0:
             instrumentor = provider.instance()
@@ -92,7 +67,7 @@ def _acquire(provider: _Provider) -> None:
         provider.count += 1
 
 
-def _release(provider: _Provider) -> None:
+def _release(provider: _Hold) -> None:
     with _LOCK:
         if provider.count == 0:
             return
@@ -102,7 +77,7 @@ def _release(provider: _Provider) -> None:
             provider.owned = False
 
 
-def _patch(provider: _Provider) -> Unpatch:
+def _patch(provider: _Hold) -> Unpatch:
     _acquire(provider)
     done = threading.Event()
 
@@ -177,8 +152,13 @@ def patch_bedrock() -> Unpatch:
     return _patch(_lookup("bedrock", strict=True))
 
 
-def _lookup(name: str, *, strict: bool) -> _Provider:
-    provider = _PROVIDERS.get(name)
+def _hold(provider: Provider) -> _Hold:
+    with _LOCK:
+        return _HOLDS.setdefault(provider.name, _Hold(provider))
+
+
+def _lookup(name: str, *, strict: bool) -> _Hold:
+    provider = PROVIDERS.get(name)
     if provider is None:
         raise ValueError(f"rewind has no provider {name!r}; known providers: {', '.join(providers())}")
     if strict and not provider.installed():
@@ -186,7 +166,7 @@ def _lookup(name: str, *, strict: bool) -> _Provider:
             f"cannot patch {name!r}: the {provider.sdk!r} package is not installed "
             f"(pip install 'agent-rewind-otel[{name}]')"
         )
-    return provider
+    return _hold(provider)
 
 
 def auto_patch(*names: str) -> Unpatch:
@@ -197,7 +177,7 @@ def auto_patch(*names: str) -> Unpatch:
     if names:
         chosen = [_lookup(name, strict=True) for name in dict.fromkeys(names)]
     else:
-        chosen = [p for p in (_PROVIDERS[n] for n in providers()) if p.installed()]
+        chosen = [_hold(p) for p in (PROVIDERS[n] for n in providers()) if p.installed()]
     undo: list[Unpatch] = []
     try:
         for provider in chosen:

@@ -8,10 +8,41 @@ did. Both are a matcher (``WhatIfMatcher``) on the ordinary replay path.
 
 from __future__ import annotations
 
-from .edits import EditError, edited_event, load_edit_file
-from .faults import FAULTS, Fault, FaultError, FaultOptions, fault_session
-from .matcher import THEN, Change, WhatIfMatcher
-from .mutate import OUTCOMES, MutateError, Mutation, MutationReport, Result, baseline, mutate, plan, run_mutation
+import importlib
+
+#: Where each name lives: imported on first use, so ``rewind.fork`` loads no fault tooling.
+_WHERE = {
+    "EditError": "edits",
+    "edited_event": "edits",
+    "load_edit_file": "edits",
+    "FAULTS": "faults",
+    "Fault": "faults",
+    "FaultError": "faults",
+    "FaultOptions": "faults",
+    "fault_session": "faults",
+    "THEN": "matcher",
+    "Change": "matcher",
+    "WhatIfMatcher": "matcher",
+    "OUTCOMES": "mutate",
+    "MutateError": "mutate",
+    "Mutation": "mutate",
+    "MutationReport": "mutate",
+    "Result": "mutate",
+    "baseline": "mutate",
+    "mutate": "mutate",
+    "plan": "mutate",
+    "run_mutation": "mutate",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rewind.what_if' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "FAULTS",

@@ -114,7 +114,7 @@ def _outcome(value: Any, seq: int) -> dict[str, Any]:
 
 def _restream(edited: Event, recorded: Event) -> Event:
     """Chunks made again from the edited response, for a step that was streamed."""
-    from rewind.importing.streams import with_stream
+    from rewind.storage.streams import with_stream
 
     if not edited.ok:
         # An error edit of a streamed call: raised when the stream is opened.

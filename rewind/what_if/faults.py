@@ -93,7 +93,7 @@ def _restream(event: Event, response: Any) -> dict[str, Any] | None:
     """``response`` plus, for a streamed step, chunks made again from it."""
     if event.get("stream") is None:
         return {"response": response}
-    from rewind.importing.streams import with_stream
+    from rewind.storage.streams import with_stream
 
     request = event.request
     remade = with_stream(

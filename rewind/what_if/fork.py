@@ -1,9 +1,12 @@
-"""``fork(path, at=N, edit=...)``: serve the recording up to step N, step N changed, then go on."""
+"""``rewind.fork(path, at=N)``: serve the recording up to step N, then go on live; with
+``edit=``, step N is served changed first (edit and continue)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from rewind.engine.session import Normalizer, Redactor, Session, session_policy
 from rewind.matching import Matcher, resolve_matcher
 from rewind.storage.trace import PathLike, Trace
 
@@ -12,7 +15,8 @@ from .matcher import THEN, Change, WhatIfMatcher
 
 if TYPE_CHECKING:
     from rewind.engine.policy import ReplayPolicy
-    from rewind.engine.session import Normalizer, Redactor, Session
+
+_NO_EDIT: Any = object()
 
 
 def edit_fork(
@@ -29,8 +33,6 @@ def edit_fork(
     policy: ReplayPolicy | None = None,
 ) -> Session:
     """The fork session; ``source`` names where the edit came from (a file) for the provenance."""
-    from rewind.engine.session import Session
-
     if then not in THEN:
         raise ValueError(f"fork(then=...) must be one of {', '.join(repr(t) for t in THEN)}, not {then!r}")
     inner = resolve_matcher(match)
@@ -68,5 +70,58 @@ def edit_fork(
         redact=redact,
         normalize=normalize,
         provenance=provenance,
+        policy=policy,
+    )
+
+
+def fork(
+    path: PathLike,
+    *,
+    at: int,
+    match: str | Matcher = "strict",
+    save_as: PathLike | None = None,
+    redact: Redactor | None = None,
+    normalize: Normalizer | None = None,
+    edit: Any = _NO_EDIT,
+    then: str | None = None,
+    never_live: Sequence[str] | str | None = None,
+    policy: ReplayPolicy | None = None,
+) -> Session:
+    """Serve steps ``[0, at)`` from ``path``, then run live; ``save_as`` writes the new run.
+
+    With ``edit=`` (edit and continue): step ``at`` is served too, with its outcome changed
+    (new response JSON, ``{"error": {...}}``, or a function of the recorded ``Event``);
+    then ``then="live"`` (default) runs the rest live, ``then="replay"`` keeps serving
+    recorded steps while the requests still match them. See docs/what-if.md.
+
+    ``never_live`` names calls that must not run for real once the fork is live: such a
+    call is answered by the recorded step with its identity, or stops the run with
+    ``NeverLiveError`` (docs/hybrid.md).
+    """
+    if not isinstance(at, int) or isinstance(at, bool) or at < 0:
+        raise ValueError(f"fork(at=...) must be a step number >= 0, not {at!r}")
+    resolve_matcher(match)
+    policy = session_policy(policy, None, never_live, "error", None)
+    if policy is not None and policy.hybrid:
+        raise ValueError("fork() runs everything after its fork point live; live= and on_missing= apply to replay()")
+    if edit is not _NO_EDIT:
+        options: dict[str, Any] = {
+            "match": match,
+            "save_as": save_as,
+            "redact": redact,
+            "normalize": normalize,
+            "policy": policy,
+        }
+        return edit_fork(path, at=at, edit=edit, then=then or "live", **options)
+    if then is not None:
+        raise ValueError("fork(then=...) applies to an edit: pass edit= too (a plain fork always runs live)")
+    return Session(
+        "fork",
+        path=path,
+        match=match,
+        fork_at=at,
+        save_as=save_as,
+        redact=redact,
+        normalize=normalize,
         policy=policy,
     )

@@ -325,7 +325,7 @@ def _differs_at(reference: RunResult, run: RunResult) -> int | None:
 def fork_attempt(path: PathLike, agent: Callable[[], Any], *, at: int, match: str | Matcher = "strict") -> Attempt:
     """An attempt that calls ``agent()`` inside ``rewind.fork(path, at=at)``; its return value
     is the run's output, an exception it raises exit status 1 (and the exception as output)."""
-    from rewind.engine.session import fork
+    from rewind.what_if.fork import fork
 
     def attempt(index: int, save_as: Path) -> RunResult:
         trace = str(save_as)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rewind import integrations
+from rewind.engine.providers import PROVIDERS
 from rewind.stub_server import StubServer
 
 RunCli = Callable[..., Any]
@@ -115,11 +116,11 @@ def test_a_clean_run_without_calls_is_still_a_complete_empty_trace(run_cli: RunC
 
 def test_the_start_up_hook_knows_every_instrumented_sdk() -> None:
     spec = importlib.util.spec_from_file_location(
-        "rewind_sitecustomize_copy", Path(integrations.__file__).parent / "_autostart" / "sitecustomize.py"
+        "rewind_sitecustomize_copy", Path(integrations.__file__).parent.parent / "_autostart" / "sitecustomize.py"
     )
     assert spec is not None and spec.loader is not None
     source = Path(spec.origin or "").read_text()
     namespace: dict[str, Any] = {}
     start = source.index("SDK_MODULES = ")
     exec(source[start : source.index(")\n", start) + 2], namespace)  # only the constant
-    assert namespace["SDK_MODULES"] == {p.sdk for p in integrations._PROVIDERS.values()}
+    assert namespace["SDK_MODULES"] == {p.sdk for p in PROVIDERS.values()}

@@ -17,6 +17,7 @@ from rewind.instrumentors.openai import OpenAIInstrumentor
 
 import rewind
 from rewind import integrations
+from rewind.engine.providers import PROVIDERS
 from rewind.errors import RewindError
 from rewind.stub_server import StubServer
 
@@ -60,7 +61,7 @@ def test_unknown_or_missing_provider_raises_before_patching(monkeypatch: pytest.
             integrations.auto_patch("ghost")
         assert "ghost" in integrations.providers()
     finally:
-        integrations._PROVIDERS.pop("ghost")
+        PROVIDERS.pop("ghost")
 
 
 def test_hooks_installed_by_opentelemetry_instrument_are_never_removed() -> None:
