@@ -161,3 +161,11 @@ def trace_destination(trace_path: str) -> str:
     if not os.access(folder, os.W_OK):
         raise CliError(f"{trace_path}: cannot write in {folder}; check its permissions")
     return path
+
+
+def same_path(a: str, b: str) -> bool:
+    """Whether two paths name one file (by identity when both exist, else by absolute path)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)

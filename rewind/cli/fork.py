@@ -10,16 +10,10 @@ import click
 from rewind.inspection import summary
 from rewind.what_if import THEN, EditError, edited_event, load_edit_file
 
-from ._common import CliError, open_trace
+from ._common import CliError, open_trace, same_path
+from ._options import match_option, payload_function_options
 from ._run import CHILD_CONTEXT, check_callable_spec, check_command, finish, run_child
 from ._runs import check_runs_options, child_attempt, runs_options, verdict
-
-
-def _same_path(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
 
 
 @click.command("fork", context_settings=CHILD_CONTEXT)
@@ -39,17 +33,9 @@ def _same_path(a: str, b: str) -> bool:
     help="With --edit: after the edited step run live (default), or replay recorded steps while the "
     "requests still match them.",
 )
-@click.option(
-    "-m",
-    "--match",
-    type=click.Choice(("strict", "ordered")),
-    default="strict",
-    show_default=True,
-    help="How the replayed steps are matched.",
-)
+@match_option(("strict", "ordered"), "How the replayed steps are matched.")
 @click.option("--save-as", metavar="PATH", help="Write the forked run (served steps + edit + live steps) here.")
-@click.option("--redact", metavar="MODULE:FUNCTION", help="Scrub the payloads of live steps with this function.")
-@click.option("--normalize", metavar="MODULE:FUNCTION", help="The identity normalizer the run was recorded with.")
+@payload_function_options(live_steps_only=True)
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing of ours when the run succeeds.")
 @runs_options
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
@@ -97,7 +83,7 @@ def command(
     check_callable_spec("--normalize", normalize)
     trace = open_trace(trace_path)
     steps = len(trace.events)
-    if save_as is not None and os.path.exists(save_as) and _same_path(save_as, trace_path):
+    if save_as is not None and os.path.exists(save_as) and same_path(save_as, trace_path):
         raise CliError(f"--save-as {save_as} is the trace being forked; pass a different PATH")
     session = {"REWIND_REPLAY": os.path.abspath(trace_path), "REWIND_MATCH": match}
     if edit_path is not None:

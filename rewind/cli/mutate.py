@@ -30,6 +30,7 @@ from rewind.what_if.mutate import OUTCOMES, Mutation, Result, plan, render_table
 
 from ._capture import Captured, capture
 from ._common import CliError, open_trace
+from ._options import match_option
 from ._run import CHILD_CONTEXT, _read_status, check_command, child_environment
 
 #: Some mutation crashed or hung.
@@ -182,14 +183,7 @@ def classify(mutation: Mutation, run: _ChildRun, reference: _ChildRun, timeout: 
 @click.option(
     "--live", is_flag=True, help="Let calls the recording does not hold go live instead of reporting 'diverged'."
 )
-@click.option(
-    "-m",
-    "--match",
-    type=click.Choice(("strict", "ordered")),
-    default="strict",
-    show_default=True,
-    help="How the replayed steps are matched.",
-)
+@match_option(("strict", "ordered"), "How the replayed steps are matched.")
 @click.option(
     "--network",
     type=click.Choice(("allow", "block")),

@@ -23,6 +23,7 @@ from rewind.proxy import Proxy, UpstreamConfigError
 from rewind.setup import bootstrap
 
 from ._common import CliError, trace_destination
+from ._options import match_option, payload_function_options
 from ._run import _parent_stands_aside
 
 STRATEGIES = ("strict", "ordered", "fuzzy", "parallel")
@@ -125,16 +126,8 @@ def outcome_line(proxy: Proxy) -> str:
     metavar="PROVIDER=URL",
     help="Where a provider's API is (default: its public API), e.g. openai=http://127.0.0.1:8765/v1. Repeatable.",
 )
-@click.option(
-    "-m",
-    "--match",
-    type=click.Choice(STRATEGIES),
-    default="strict",
-    show_default=True,
-    help="How incoming calls are matched to recorded steps (parallel: concurrent agents).",
-)
-@click.option("--redact", metavar="MODULE:FUNCTION", help="Scrub every stored payload with this function.")
-@click.option("--normalize", metavar="MODULE:FUNCTION", help="Drop volatile fields from each call's identity.")
+@match_option(STRATEGIES, "How incoming calls are matched to recorded steps (parallel: concurrent agents).")
+@payload_function_options(live_steps_only=False)
 @click.option("-q", "--quiet", is_flag=True, help="Print no line per call.")
 def command(
     record_path: str | None,

@@ -14,6 +14,7 @@ from rewind.inspection import summary
 from rewind.storage import scratch
 
 from ._common import CliError, trace_destination
+from ._options import payload_function_options
 from ._run import CHILD_CONTEXT, Outcome, check_callable_spec, check_command, finish, run_child
 
 
@@ -36,8 +37,7 @@ def _meta(raw: str) -> str:
     metavar="BYTES",
     help="Store payload values of at least BYTES once, content-addressed, under TRACE.blobs/.",
 )
-@click.option("--redact", metavar="MODULE:FUNCTION", help="Scrub every stored payload with this function.")
-@click.option("--normalize", metavar="MODULE:FUNCTION", help="Drop volatile fields from each call's identity.")
+@payload_function_options(live_steps_only=False)
 @click.option(
     "--force",
     is_flag=True,

@@ -13,6 +13,7 @@ from rewind.storage.trace import Trace
 from rewind.what_if.refresh import summarize
 
 from ._common import CliError, open_trace
+from ._options import match_option, payload_function_options
 from ._run import CHILD_CONTEXT, EXIT_SESSION_FAILED, check_callable_spec, check_command, run_child, say
 
 
@@ -25,16 +26,8 @@ from ._run import CHILD_CONTEXT, EXIT_SESSION_FAILED, check_callable_spec, check
     metavar="FILE",
     help="Also write the diff of the old run against the refreshed one as an HTML file.",
 )
-@click.option(
-    "-m",
-    "--match",
-    type=click.Choice(("strict", "ordered")),
-    default="strict",
-    show_default=True,
-    help="How the kept steps are matched.",
-)
-@click.option("--redact", metavar="MODULE:FUNCTION", help="Scrub the payloads of live steps with this function.")
-@click.option("--normalize", metavar="MODULE:FUNCTION", help="The identity normalizer the run was recorded with.")
+@match_option(("strict", "ordered"), "How the kept steps are matched.")
+@payload_function_options(live_steps_only=True)
 @click.option("-q", "--quiet", is_flag=True, help="Print nothing of ours when the refresh succeeds.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, metavar="-- CMD [ARGS]...")
 @click.pass_context

@@ -10,30 +10,17 @@ import click
 from rewind.engine.policy import ReplayPolicy
 from rewind.inspection import summary
 
-from ._common import CliError, open_trace
+from ._common import CliError, open_trace, same_path
+from ._options import match_option, payload_function_options
 from ._run import CHILD_CONTEXT, Outcome, check_callable_spec, check_command, finish, run_child
 from ._runs import check_runs_options, child_attempt, runs_options, verdict
 
 STRATEGIES = ("strict", "ordered", "fuzzy", "parallel")
 
 
-def _same_path(a: str, b: str) -> bool:
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
-
-
 @click.command("replay", context_settings=CHILD_CONTEXT)
 @click.argument("trace_path", metavar="TRACE")
-@click.option(
-    "-m",
-    "--match",
-    type=click.Choice(STRATEGIES),
-    default="strict",
-    show_default=True,
-    help="How incoming calls are matched to recorded steps (parallel: concurrent agents).",
-)
+@match_option(STRATEGIES, "How incoming calls are matched to recorded steps (parallel: concurrent agents).")
 @click.option(
     "--require-full-consumption",
     is_flag=True,
@@ -88,8 +75,7 @@ def _same_path(a: str, b: str) -> bool:
     metavar="RECORDED=LIVE",
     help="Hybrid replay: live LLM calls of the instrumented SDKs use model LIVE where RECORDED was asked.",
 )
-@click.option("--redact", metavar="MODULE:FUNCTION", help="Scrub the payloads of live steps with this function.")
-@click.option("--normalize", metavar="MODULE:FUNCTION", help="The identity normalizer the run was recorded with.")
+@payload_function_options(live_steps_only=True)
 @click.option(
     "--network",
     type=click.Choice(("allow", "block")),
@@ -191,7 +177,7 @@ def command(
         raise CliError("--network block applies to a plain replay: a fork's live steps need the network")
     if allow_hosts and network != "block":
         raise CliError("--allow-host applies to --network block")
-    if save_as is not None and os.path.exists(save_as) and _same_path(save_as, trace_path):
+    if save_as is not None and os.path.exists(save_as) and same_path(save_as, trace_path):
         raise CliError(f"--save-as {save_as} is the trace being replayed; pass a different PATH")
 
     if through_proxy:

@@ -14,7 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
@@ -25,6 +25,7 @@ from rewind.engine.core import begin_call
 from rewind.engine.session import Normalizer, Redactor, Session, record, replay
 from rewind.errors import DivergenceError
 from rewind.storage.trace import Event
+from rewind.stub_server._connections import ConnectionTrackingServer
 
 from . import _exchange, _routes
 from ._upstream import Pool, forward, parse_upstreams
@@ -169,29 +170,12 @@ class Proxy:
             self.log(line)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-
+class _Server(ConnectionTrackingServer):
     def __init__(self, address: tuple[str, int], proxy: Proxy) -> None:
         self.proxy = proxy
-        self._connections: set[socket.socket] = set()
-        self._connections_lock = threading.Lock()
         self._in_flight = 0
         self._idle = threading.Condition()
-        if ":" in address[0]:
-            self.address_family = socket.AF_INET6
         super().__init__(address, _Handler)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self._connections_lock:
-            self._connections.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: Any) -> None:
-        with self._connections_lock:
-            self._connections.discard(request)
-        super().shutdown_request(request)
 
     def exchange_started(self) -> None:
         with self._idle:
@@ -206,16 +190,6 @@ class _Server(ThreadingHTTPServer):
     def wait_idle(self, timeout: float) -> bool:
         with self._idle:
             return self._idle.wait_for(lambda: self._in_flight == 0, timeout=timeout)
-
-    def close_connections(self) -> None:
-        # An idle keep-alive connection would otherwise keep a stopped proxy answering.
-        with self._connections_lock:
-            connections = list(self._connections)
-        for conn in connections:
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         if isinstance(sys.exc_info()[1], OSError):

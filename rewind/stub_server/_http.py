@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import sys
 import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
 from ._brain import Answer, Conversation, resolve_answer
+from ._connections import ConnectionTrackingServer
 from ._script import ErrorSpec, ScriptTurn
 
 if TYPE_CHECKING:
@@ -176,37 +176,10 @@ def _choose_format(path: str, headers: Mapping[str, str]) -> WireFormat:
 # --------------------------------------------------------------------------- HTTP layer
 
 
-class _HTTPServer(ThreadingHTTPServer):
-    daemon_threads = True
-    # Concurrent demos open many connections at once; the default backlog of 5 refuses some.
-    request_queue_size = 128
-
+class _HTTPServer(ConnectionTrackingServer):
     def __init__(self, address: tuple[str, int], stub: StubServer) -> None:
         self.stub = stub
-        self._connections: set[socket.socket] = set()
-        self._connections_lock = threading.Lock()
         super().__init__(address, Exchange)
-
-    def process_request(self, request: Any, client_address: Any) -> None:
-        with self._connections_lock:
-            self._connections.add(request)
-        super().process_request(request, client_address)
-
-    def shutdown_request(self, request: Any) -> None:
-        with self._connections_lock:
-            self._connections.discard(request)
-        super().shutdown_request(request)
-
-    def close_connections(self) -> None:
-        # Idle keep-alive connections would otherwise keep answering after stop(),
-        # so "stopped" would not really mean unreachable.
-        with self._connections_lock:
-            connections = list(self._connections)
-        for conn in connections:
-            try:
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         exc = sys.exc_info()[1]
