@@ -9,6 +9,13 @@ did. Both are a matcher (``WhatIfMatcher``) on the ordinary replay path.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what the lazy names below are, for type checkers
+    from .edits import EditError, edited_event, load_edit_file
+    from .faults import FAULTS, Fault, FaultError, FaultOptions, fault_session
+    from .matcher import THEN, Change, WhatIfMatcher
+    from .mutate import OUTCOMES, MutateError, Mutation, MutationReport, Result, baseline, mutate, plan, run_mutation
 
 #: Where each name lives: imported on first use, so ``rewind.fork`` loads no fault tooling.
 _WHERE = {
