@@ -3,4 +3,6 @@
 ``sitecustomize`` is what ``rewind record|replay -- CMD`` puts on the child's path;
 ``startup`` is what the installed ``zz_agent_rewind_otel.pth`` runs when ``REWIND_RECORD``
 or ``REWIND_REPLAY`` is set in any Python of the environment.
+
+Beside the report at the top: may import setup and everything below it.
 """

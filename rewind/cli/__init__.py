@@ -3,6 +3,8 @@
 Each command lives in its own module of this package and exposes a ``click`` command
 named ``command``. Adding one is a single line in ``COMMANDS``; modules load only when
 their command runs (or ``--help`` lists them), so start-up stays quick.
+
+The top layer: may import every layer below it (docs/architecture.md).
 """
 
 from __future__ import annotations

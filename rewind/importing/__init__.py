@@ -16,6 +16,8 @@ GenAI completion hook left in external storage before the mappers read the spans
 
 ``export`` is the writer beside the readers: a trace as spans in rewind's own layout,
 written as OTLP JSON lines or sent over OTLP/HTTP (``rewind export``).
+
+Above inspection and the instrumentors: may import the engine, matching, storage, data.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ call, so a proxied run shows, diffs, reports and replays like any other (docs/pr
 One module per job: ``_routes`` (which provider call a request is), ``_upstream``
 (forwarding), ``_exchange`` (one exchange recorded or replayed), ``_server`` (the HTTP
 server and its session).
+
+Above what-if: may import the engine and what lies below, and the stub server's wire formats.
 """
 
 from __future__ import annotations

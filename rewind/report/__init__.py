@@ -11,7 +11,10 @@ trace of thousands of steps opens quickly; big payloads are cut with a note (``L
 unless ``inline=True`` embeds everything.
 
 A report is a view over the same read-only pieces the CLI uses: ``Trace`` for the steps,
-``rewind.accounting`` for tokens and cost, ``rewind.diff`` for the alignment.
+``rewind.inspection.accounting`` for tokens and cost, ``rewind.inspection.diff`` for the
+alignment.
+
+May import inspection, what-if, storage, data; never the CLI.
 """
 
 from __future__ import annotations

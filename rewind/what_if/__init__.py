@@ -4,6 +4,9 @@
 changed outcome, then goes on live (or replaying what still matches). ``mutate`` replays
 a run many times, each with one fault injected at one step, and reports what the agent
 did. Both are a matcher (``WhatIfMatcher``) on the ordinary replay path.
+
+Above the engine and importing: may import them and what lies below; never setup, the proxy
+or the interfaces.
 """
 
 from __future__ import annotations
