@@ -7,6 +7,8 @@ could see of the outcome (``_observe``) must be the same, live and replayed. The
 made in one of six ways, in turn: plain, ``with_raw_response`` and
 ``with_streaming_response``, each sync and async, so every way of reading a response meets
 real bytes.
+A streamed interaction is also read through the SDK's stream helpers (``_helpers``), sync
+and async: the events they yield, their snapshots and their final objects must match too.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import _gemini
+import _helpers
 import pytest
 from _observe import aobserve, differences, observe, observe_error
 from _player import ENDPOINTS, Interaction, Player, interactions
@@ -26,6 +29,14 @@ from _player import ENDPOINTS, Interaction, Player, interactions
 import rewind
 
 CORPUS = list(interactions())
+#: Each streamed interaction an SDK's stream helper reads, with the helper's path, sync and async.
+HELPER_CASES = [
+    (interaction, path, is_async)
+    for interaction in CORPUS
+    if interaction.streamed and interaction.status < 400
+    for path in _helpers.helpers(interaction.sdk, interaction.endpoint)
+    for is_async in (False, True)
+]
 MODES = ("sync", "async", "raw", "streaming", "async_raw", "sync_streaming")
 API_KEY = "sk-real-traffic-SECRET"
 
@@ -184,5 +195,36 @@ def test_replay_matches_live(interaction: Interaction, mode: str, tmp_path: Path
     assert player.requests, "the SDK never reached the player"
     with rewind.replay(trace, require_full_consumption=True):
         replayed = _run(interaction, base_url, mode)
+    diffs = differences(live, replayed)
+    assert not diffs, "replay differs from live:\n" + "\n".join(diffs[:20])
+
+
+def test_every_stream_helper_meets_real_streams() -> None:
+    paths = {path for _, path, _ in HELPER_CASES}
+    assert {"chat.completions", "responses", "messages", "beta.messages"} <= paths
+    assert len(HELPER_CASES) >= 100
+
+
+@pytest.mark.parametrize(
+    ("interaction", "path", "is_async"),
+    HELPER_CASES,
+    ids=[f"{i.id}-{path}-{'async' if is_async else 'sync'}" for i, path, is_async in HELPER_CASES],
+)
+def test_stream_helpers_replay_as_live(interaction: Interaction, path: str, is_async: bool, tmp_path: Path) -> None:
+    """The helper's events, snapshots and final objects, live against the player and replayed."""
+
+    def read(base_url: str) -> dict[str, Any]:
+        client = _client(interaction, base_url, is_async=is_async)
+        return _helpers.run(client, interaction, path, is_async=is_async)
+
+    trace = tmp_path / "run.rewind"
+    with Player(interaction) as player:
+        with rewind.record(trace):
+            live = read(player.base_url)
+        base_url = player.base_url
+    assert player.requests, "the SDK never reached the player"
+    assert live["events"], "the helper yielded no event"
+    with rewind.replay(trace, require_full_consumption=True):
+        replayed = read(base_url)
     diffs = differences(live, replayed)
     assert not diffs, "replay differs from live:\n" + "\n".join(diffs[:20])
