@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from rewind.engine.context import current_session
 from rewind.engine.core import Call, begin_call
@@ -48,7 +49,6 @@ from rewind.setup.integrations import (
 )
 from rewind.storage.trace import Event, Trace
 from rewind.testing.doubles import NeverCalled, ScriptedLLM
-from rewind.what_if.fork import fork
 
 from . import _moved
 from ._version import __version__
@@ -75,12 +75,16 @@ from .errors import (
 )
 from .setup import integrations
 
+if TYPE_CHECKING:  # imported on first use, below; typed for checkers here
+    from rewind.what_if.fork import fork
+
 #: Tools most programs never touch, imported on first use so ``import rewind`` stays quick.
 _LAZY = {
     "TelemetryError": "rewind.importing",
     "TelemetryMatcher": "rewind.importing",
     "check_trace": "rewind.importing",
     "export_trace": "rewind.importing.export",
+    "fork": "rewind.what_if.fork",
     "import_telemetry": "rewind.importing",
     "mutate": "rewind.what_if",
     "runs": "rewind.what_if.runs",

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for type checkers
     from .edits import EditError, edited_event, load_edit_file
     from .faults import FAULTS, Fault, FaultError, FaultOptions, fault_session
     from .matcher import THEN, Change, WhatIfMatcher
-    from .mutate import OUTCOMES, MutateError, Mutation, MutationReport, Result, baseline, mutate, plan, run_mutation
+    from .mutate import OUTCOMES, MutateError, Mutation, MutationReport, Result, baseline, plan, run_mutation
 
 #: Where each name lives: imported on first use, so ``rewind.fork`` loads no fault tooling.
 _WHERE = {
@@ -43,6 +43,11 @@ _WHERE = {
     "plan": "mutate",
     "run_mutation": "mutate",
 }
+
+
+# ``mutate`` names both a submodule and its function: importing the submodule (``rewind mutate``
+# does) sets the package attribute to the module, so the function is bound here, first.
+from .mutate import mutate  # noqa: E402
 
 
 def __getattr__(name: str) -> object:
