@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rewind.engine.providers import Failure, Faults
@@ -21,8 +21,16 @@ from rewind.storage.trace import Event
 
 from ._fault_records import REQUEST_ID, WORDING, http_library, record, response
 
+#: How the instrumentor records a live litellm error (``LiteLLMProvider.error_record``).
+Encoder = Callable[[Exception], dict[str, Any]]
 
-def _fault(failure: Failure) -> dict[str, Any]:
+
+def litellm_faults(encode: Encoder) -> Faults:
+    """How litellm delivers provider faults, recorded with the instrumentor's own ``encode``."""
+    return Faults(lambda failure: _fault(failure, encode), lambda failure: _dropped(failure, encode))
+
+
+def _fault(failure: Failure, encode: Encoder) -> dict[str, Any]:
     """litellm: the class litellm's own exception mapping picks for this route and status (it moved over releases)."""
     provider, model = _route(failure.event)
     exc = _mapped(failure, provider, model)
@@ -35,13 +43,7 @@ def _fault(failure: Failure) -> dict[str, Any]:
         answer = response(status, failure, "{}") if failure.status else None
         attrs = {"message": message, "status_code": status, "llm_provider": provider, "model": model}
         return record("litellm.exceptions", name, message, attrs=attrs, response=answer)
-    return _recorded(exc)
-
-
-def _recorded(exc: Exception) -> dict[str, Any]:
-    from .litellm import PROVIDER  # the instrumentor's own encoding of litellm errors (imports this module)
-
-    return PROVIDER.error_record(exc)
+    return encode(exc)
 
 
 def _mapped(failure: Failure, provider: str, model: str) -> Exception | None:
@@ -98,7 +100,7 @@ def _route(event: Event) -> tuple[str, str]:
     return provider, model
 
 
-def _dropped(failure: Failure) -> dict[str, Any]:
+def _dropped(failure: Failure, encode: Encoder) -> dict[str, Any]:
     """litellm maps the provider's connection error; newer releases wrap that, with the text
     streamed so far, in ``MidStreamFallbackError`` (its signal that a fallback may take over)."""
     provider, model = _route(failure.event)
@@ -129,8 +131,4 @@ def _dropped(failure: Failure) -> dict[str, Any]:
             exc = wrapper(**{key: value for key, value in offered.items() if key in accepted})
         except Exception:  # a release whose wrapper wants more: the mapped error as it is
             pass
-    return _recorded(exc)
-
-
-#: How litellm delivers provider faults.
-LITELLM_FAULTS = Faults(_fault, _dropped)
+    return encode(exc)

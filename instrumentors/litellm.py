@@ -49,7 +49,7 @@ from rewind.engine.providers import ProviderSpec
 from ._errors import ReplayedHTTPResponse
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import Kit
-from ._litellm_faults import LITELLM_FAULTS
+from ._litellm_faults import litellm_faults
 from ._litellm_state import REQUEST_ECHOES as REQUEST_ECHOES
 from ._litellm_state import (
     clean_hidden,
@@ -637,5 +637,5 @@ DECLARATION = ProviderSpec(
     name="litellm",
     sdk="litellm",
     instrumentor="rewind.instrumentors.litellm:LiteLLMInstrumentor",
-    faults=LITELLM_FAULTS,
+    faults=litellm_faults(PROVIDER.error_record),
 )
