@@ -128,3 +128,13 @@ def test_importing_rewind_loads_no_provider_module() -> None:
     code = "import sys, rewind; print(sorted(m for m in sys.modules if m.startswith('rewind.instrumentors.')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_provider_module_that_cannot_load_is_skipped_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rewind.engine import providers
+    from rewind.errors import PatchGapWarning
+
+    broken = importlib.metadata.EntryPoint("rewind_broken", "rewind_no_such_module_here:X", ENTRY_POINT_GROUP)
+    monkeypatch.setattr(providers, "_entry_points", lambda: [broken])
+    with pytest.warns(PatchGapWarning, match="rewind_broken provider"):
+        assert providers._load_declared() == {}

@@ -22,9 +22,12 @@ import importlib
 import importlib.metadata
 import importlib.util
 import threading
+import warnings
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from rewind.errors import PatchGapWarning
 
 if TYPE_CHECKING:
     from rewind.storage.trace import Event
@@ -144,7 +147,17 @@ def _entry_points() -> list[importlib.metadata.EntryPoint]:
 def _load_declared() -> dict[str, ProviderSpec]:
     found: dict[str, ProviderSpec] = {}
     for point in _entry_points():
-        spec = getattr(importlib.import_module(point.module), DECLARATION, None)
+        try:
+            module = importlib.import_module(point.module)
+        except Exception as exc:  # a broken install must not break the agent: that provider runs live
+            warnings.warn(
+                f"rewind cannot load the {point.name} provider ({type(exc).__name__}: {exc}); its calls run live "
+                "and unrecorded. Reinstall agent-rewind-otel.",
+                PatchGapWarning,
+                stacklevel=2,
+            )
+            continue
+        spec = getattr(module, DECLARATION, None)
         if isinstance(spec, ProviderSpec):
             found[spec.name] = spec
     return found
