@@ -19,7 +19,6 @@ outside rewind).
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import importlib.util
 import threading
 import warnings
@@ -30,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 from rewind.errors import PatchGapWarning
 
 if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
     from rewind.storage.trace import Event
 
 #: The entry-point group our instrumentors are declared in, and the prefix of their names.
@@ -135,8 +136,10 @@ class _Registry(MutableMapping[str, ProviderSpec]):
         return len(self._all())
 
 
-def _entry_points() -> list[importlib.metadata.EntryPoint]:
+def _entry_points() -> list[EntryPoint]:
     """Our own ``rewind_*`` instrumentor entry points (never another distribution's)."""
+    import importlib.metadata  # here: it imports email, csv and zipfile, which `import rewind` need not
+
     try:
         points = importlib.metadata.distribution(_DISTRIBUTION).entry_points
     except importlib.metadata.PackageNotFoundError:  # run from a source tree that is not installed
