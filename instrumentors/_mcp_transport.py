@@ -27,8 +27,6 @@ from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any
 
-import anyio
-
 from rewind.engine.context import current_session
 
 #: The JSON-RPC code of the offline answer: "method not found", what a server says to a
@@ -144,6 +142,8 @@ def _no_session_id() -> None:
 async def offline_streams(session_id: bool = False) -> AsyncIterator[tuple[Any, ...]]:
     """``(read, write)`` for a ``ClientSession`` with nobody on the other end (and a
     ``get_session_id`` answering ``None`` where the SDK's transport yields one)."""
+    import anyio  # here, not at the top: the module is imported with the mcp declaration, before any session
+
     to_server, inbox = anyio.create_memory_object_stream(math.inf)  # type: ignore[var-annotated]
     outbox, from_server = anyio.create_memory_object_stream(math.inf)  # type: ignore[var-annotated]
     async with anyio.create_task_group() as tasks, to_server, inbox, outbox, from_server:
@@ -156,6 +156,8 @@ async def offline_streams(session_id: bool = False) -> AsyncIterator[tuple[Any, 
 
 async def _answer(inbox: Any, outbox: Any) -> None:
     """Drop notifications and responses; refuse every request at once."""
+    import anyio
+
     try:
         async for item in inbox:
             reply = refusal(item)

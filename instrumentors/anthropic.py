@@ -44,11 +44,13 @@ from typing import Any
 import wrapt
 from opentelemetry import trace
 
+from rewind.engine.providers import ProviderSpec
 from rewind.engine.telemetry import TRACERS
 from rewind.errors import PatchGapWarning, RewindWarning
 
 from ._instrumentor import SurfaceInstrumentor
 from ._stainless import dump_model, resolve
+from ._stainless_faults import STAINLESS_FAULTS
 from ._streams import AsyncStream, SyncStream
 from ._surface import (
     BindingFields,
@@ -503,3 +505,12 @@ class AnthropicInstrumentor(SurfaceInstrumentor):
         for hook in reversed(self.__dict__.pop("_rewind_hooks", None) or []):
             hook.revert()
         super()._uninstrument(**kwargs)
+
+
+DECLARATION = ProviderSpec(
+    name="anthropic",
+    sdk="anthropic",
+    instrumentor="rewind.instrumentors.anthropic:AnthropicInstrumentor",
+    keys=("ANTHROPIC_API_KEY",),
+    faults=STAINLESS_FAULTS,
+)

@@ -32,7 +32,9 @@ from typing import Any
 
 from rewind.data.http_error import keep_headers
 from rewind.data.replayed_error import decode_error, replayed_class
+from rewind.engine.providers import Failure, Faults, ProviderSpec
 
+from ._fault_records import REQUEST_ID, located, record
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import Kit
 from ._streams import RecordEngine, ReplayEngine, stream_proxy
@@ -393,3 +395,55 @@ class BedrockInstrumentor(SurfaceInstrumentor):
     provider = PROVIDER
     sdk = "botocore"
     minimum = "1.34.116"  # the first release with Converse / ConverseStream
+
+
+# --------------------------------------------------------------------------- provider faults
+
+_FAULT_OPERATIONS = {
+    "bedrock.converse": "Converse",
+    "bedrock.converse_stream": "ConverseStream",
+    "bedrock.invoke_model": "InvokeModel",
+    "bedrock.invoke_model_with_response_stream": "InvokeModelWithResponseStream",
+}
+_FAULT_CODES = {
+    429: ("ThrottlingException", "Too many requests, please wait before trying again."),
+    500: ("InternalServerException", "The server encountered an internal error."),
+    503: ("ServiceUnavailableException", "The service is overloaded. Please try again later."),
+}
+
+
+def _fault(failure: Failure) -> dict[str, Any]:
+    """boto3: a ``ClientError`` whose ``response`` has the error code; revived as the client's modeled class."""
+    operation = _FAULT_OPERATIONS.get(failure.event.name, "Converse")
+    if failure.fault == "timeout":
+        module, qualname = located("botocore.exceptions:ReadTimeoutError")
+        message = 'Read timeout on endpoint URL: "bedrock-runtime (timed out by rewind mutate)"'
+        return record(module, qualname, message, attrs={"request": None, "response": None})
+    code, text = _FAULT_CODES[failure.status]
+    answer = {
+        "Error": {"Message": text, "Code": code},
+        "message": text,
+        "ResponseMetadata": {"RequestId": REQUEST_ID, "HTTPStatusCode": failure.status},
+    }
+    return record(
+        "botocore.errorfactory",
+        code,
+        f"An error occurred ({code}) when calling the {operation} operation: {text}",
+        attrs={"operation_name": operation},
+        aws={"response": answer, "operation": operation},
+    )
+
+
+def _dropped(failure: Failure) -> dict[str, Any]:
+    """botocore reads an event stream through urllib3, whose error it lets through."""
+    module, qualname = located("urllib3.exceptions:ProtocolError")
+    return record(module, qualname, "Response ended prematurely")
+
+
+DECLARATION = ProviderSpec(
+    name="bedrock",
+    sdk="botocore",
+    instrumentor="rewind.instrumentors.bedrock:BedrockInstrumentor",
+    frames=("boto3", "botocore"),
+    faults=Faults(_fault, _dropped),
+)

@@ -39,9 +39,11 @@ from typing import Any
 
 from rewind.data.canonical import to_jsonable
 from rewind.engine.context import current_session
+from rewind.engine.providers import Failure, Faults, ProviderSpec
 from rewind.errors import PatchGapWarning
 
 from ._errors import add_response, error_record, revive_error
+from ._fault_records import REQUEST_ID, WORDING, located, read_timeout, record, response, transport_dropped
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import ASYNC_GENERATORS, GENERATORS, Kit
 from ._stainless import dump_model, resolve
@@ -97,6 +99,89 @@ class FernKit(Kit):
         return None if self.construct_type is not None else "rewind found no cohere construct_type"
 
 
+_CHAT_RESULT = f"cohere.v2:V2ChatResponse|{_TYPES}:ChatResponse"
+_CHAT_CHUNK = f"cohere.v2:V2ChatStreamResponse|{_TYPES}:StreamedChatResponseV2"
+
+
+def _chat_surfaces(owner: str, common: BindingFields) -> list[Surface]:
+    """``chat`` and ``chat_stream`` of a v2 client class (public or raw): the same two steps."""
+    return [
+        Surface(
+            owner,
+            method,
+            f"cohere.v2.{method}",
+            operation="chat",
+            path="/v2/chat",
+            result=_CHAT_RESULT,
+            chunk=_CHAT_CHUNK if method == "chat_stream" else None,
+            **common,
+        )
+        for method in ("chat", "chat_stream")
+    ]
+
+
+def _public_surfaces(prefix: str, common: BindingFields) -> list[Surface]:
+    """The client methods an agent calls: v2 chat, its stream, embed and rerank; v1 embed and rerank."""
+    v2 = f"{_V2}:{prefix}V2Client"
+    return [
+        *_chat_surfaces(v2, common),
+        Surface(
+            v2,
+            "embed",
+            "cohere.v2.embed",
+            operation="embeddings",
+            path="/v2/embed",
+            result=f"{_TYPES}:EmbedByTypeResponse",
+            **common,
+        ),
+        Surface(
+            v2,
+            "rerank",
+            "cohere.v2.rerank",
+            operation="rerank",
+            path="/v2/rerank",
+            result="cohere.v2:V2RerankResponse",
+            **common,
+        ),
+        Surface(
+            f"cohere.client:{prefix}Client",
+            "embed",
+            "cohere.v1.embed",
+            operation="embeddings",
+            path="/v1/embed",
+            result=f"{_TYPES}:EmbedResponse",
+            **common,
+        ),
+        Surface(
+            f"cohere.base_client:{prefix}BaseCohere",
+            "rerank",
+            "cohere.v1.rerank",
+            operation="rerank",
+            path="/v1/rerank",
+            result=f"{_TYPES}:RerankResponse",
+            **common,
+        ),
+    ]
+
+
+def _raw_chat_surfaces(prefix: str, common: BindingFields) -> list[Surface]:
+    """Clients built before patching reach chat through the raw client only (module docstring):
+    the same steps, hooked one layer down. A client built after patching passes through here
+    (its public hook is running)."""
+    optional: BindingFields = {**common, "required": False}
+    return _chat_surfaces(f"{_RAW}:{prefix}RawV2Client", optional)
+
+
+def _bypass_detectors(prefix: str, common: BindingFields) -> list[Surface]:
+    """Not recorded: notices chats of clients built before patching on SDKs without a raw client
+    (before 5.16), where nothing else can catch them."""
+    owner = f"cohere.core.http_client:{prefix}HttpClient"
+    optional: BindingFields = {**common, "required": False}
+    return [
+        Surface(owner, method, "", operation="", path="", result="", **optional) for method in ("request", "stream")
+    ]
+
+
 class CohereProvider(NativeProvider):
     """What is Cohere-specific about recording and replaying ``cohere``."""
 
@@ -111,114 +196,9 @@ class CohereProvider(NativeProvider):
         rows: list[Surface] = []
         for is_async, prefix in ((False, ""), (True, "Async")):
             common: BindingFields = {"is_async": is_async, "provider": self}
-            v2 = f"{_V2}:{prefix}V2Client"
-            rows += [
-                Surface(
-                    v2,
-                    "chat",
-                    "cohere.v2.chat",
-                    operation="chat",
-                    path="/v2/chat",
-                    result=f"cohere.v2:V2ChatResponse|{_TYPES}:ChatResponse",
-                    **common,
-                ),
-                Surface(
-                    v2,
-                    "chat_stream",
-                    "cohere.v2.chat_stream",
-                    operation="chat",
-                    path="/v2/chat",
-                    result=f"cohere.v2:V2ChatResponse|{_TYPES}:ChatResponse",
-                    chunk=f"cohere.v2:V2ChatStreamResponse|{_TYPES}:StreamedChatResponseV2",
-                    **common,
-                ),
-                Surface(
-                    v2,
-                    "embed",
-                    "cohere.v2.embed",
-                    operation="embeddings",
-                    path="/v2/embed",
-                    result=f"{_TYPES}:EmbedByTypeResponse",
-                    **common,
-                ),
-                Surface(
-                    v2,
-                    "rerank",
-                    "cohere.v2.rerank",
-                    operation="rerank",
-                    path="/v2/rerank",
-                    result="cohere.v2:V2RerankResponse",
-                    **common,
-                ),
-                Surface(
-                    f"cohere.client:{prefix}Client",
-                    "embed",
-                    "cohere.v1.embed",
-                    operation="embeddings",
-                    path="/v1/embed",
-                    result=f"{_TYPES}:EmbedResponse",
-                    **common,
-                ),
-                Surface(
-                    f"cohere.base_client:{prefix}BaseCohere",
-                    "rerank",
-                    "cohere.v1.rerank",
-                    operation="rerank",
-                    path="/v1/rerank",
-                    result=f"{_TYPES}:RerankResponse",
-                    **common,
-                ),
-                # Clients built before patching reach chat through the raw client only
-                # (module docstring): the same steps, hooked one layer down. A client built
-                # after patching passes through here (its public hook is running).
-                Surface(
-                    f"{_RAW}:{prefix}RawV2Client",
-                    "chat",
-                    "cohere.v2.chat",
-                    operation="chat",
-                    path="/v2/chat",
-                    result=f"cohere.v2:V2ChatResponse|{_TYPES}:ChatResponse",
-                    is_async=is_async,
-                    required=False,
-                    provider=self,
-                ),
-                Surface(
-                    f"{_RAW}:{prefix}RawV2Client",
-                    "chat_stream",
-                    "cohere.v2.chat_stream",
-                    operation="chat",
-                    path="/v2/chat",
-                    result=f"cohere.v2:V2ChatResponse|{_TYPES}:ChatResponse",
-                    chunk=f"cohere.v2:V2ChatStreamResponse|{_TYPES}:StreamedChatResponseV2",
-                    is_async=is_async,
-                    required=False,
-                    provider=self,
-                ),
-                # Not recorded: notices chats of clients built before patching on SDKs
-                # without a raw client (before 5.16), where nothing else can catch them.
-                Surface(
-                    f"cohere.core.http_client:{prefix}HttpClient",
-                    "request",
-                    "",
-                    operation="",
-                    path="",
-                    result="",
-                    is_async=is_async,
-                    required=False,
-                    provider=self,
-                ),
-                Surface(
-                    f"cohere.core.http_client:{prefix}HttpClient",
-                    "stream",
-                    "",
-                    operation="",
-                    path="",
-                    result="",
-                    is_async=is_async,
-                    required=False,
-                    provider=self,
-                ),
-            ]
+            rows += _public_surfaces(prefix, common)
+            rows += _raw_chat_surfaces(prefix, common)
+            rows += _bypass_detectors(prefix, common)
         return rows
 
     def hook(self, surface: Surface) -> Callable[..., Any]:
@@ -493,3 +473,50 @@ class CohereInstrumentor(SurfaceInstrumentor):
     provider = PROVIDER
     sdk = "cohere"
     minimum = MINIMUM_SDK
+
+
+# --------------------------------------------------------------------------- provider faults
+
+_CLIENT_MODULES = ("cohere.core.http_client",)
+_FAULT_CLASSES = {
+    429: "cohere.errors.too_many_requests_error:TooManyRequestsError",
+    500: "cohere.errors.internal_server_error:InternalServerError",
+    503: "cohere.errors.service_unavailable_error:ServiceUnavailableError",
+}
+
+
+def _fault(failure: Failure) -> dict[str, Any]:
+    """cohere (Fern): an ``ApiError`` subclass per status, with the status, headers and parsed body."""
+    if failure.fault == "timeout":
+        return read_timeout(*_CLIENT_MODULES)
+    module, qualname = located(_FAULT_CLASSES[failure.status])
+    body = {"id": REQUEST_ID, "message": WORDING[failure.fault]}
+    answer = response(failure.status, failure, json.dumps(body))
+    shaped = record(
+        module,
+        qualname,
+        f"headers: {answer['headers']}, status_code: {failure.status}, body: {body}",
+        attrs={"status_code": failure.status},
+        body=body,
+        response=answer,
+    )
+    if failure.status == 429:
+        # Older releases (5.13) parse a 429's body into a model of their own; the instrumentor
+        # revives it as that model. located imported its module only if the SDK has it.
+        typed = located("cohere.types.too_many_requests_error_body:TooManyRequestsErrorBody")
+        if typed[0] in sys.modules:
+            shaped["body_type"] = f"{typed[0]}:{typed[1]}"
+    return shaped
+
+
+def _dropped(failure: Failure) -> dict[str, Any]:
+    return transport_dropped(*_CLIENT_MODULES)  # the HTTP library's error comes through unwrapped
+
+
+DECLARATION = ProviderSpec(
+    name="cohere",
+    sdk="cohere",
+    instrumentor="rewind.instrumentors.cohere:CohereInstrumentor",
+    keys=("CO_API_KEY",),
+    faults=Faults(_fault, _dropped),
+)

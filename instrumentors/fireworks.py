@@ -14,8 +14,11 @@ legacy ``/v1/completions`` response.
 
 from __future__ import annotations
 
+from rewind.engine.providers import ProviderSpec
+
 from ._instrumentor import SurfaceInstrumentor
 from ._openai_compat import OpenAICompatibleProvider, chat_route
+from ._stainless_faults import STAINLESS_FAULTS
 
 
 class FireworksProvider(OpenAICompatibleProvider):
@@ -43,3 +46,12 @@ class FireworksInstrumentor(SurfaceInstrumentor):
     sdk = "fireworks"
     distribution = "fireworks-ai"
     minimum = "1.2"
+
+
+DECLARATION = ProviderSpec(
+    name="fireworks",
+    sdk="fireworks",
+    instrumentor="rewind.instrumentors.fireworks:FireworksInstrumentor",
+    keys=("FIREWORKS_API_KEY",),
+    faults=STAINLESS_FAULTS,
+)

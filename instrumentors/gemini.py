@@ -28,13 +28,16 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rewind.data.canonical import to_jsonable
 from rewind.data.http_error import is_secret_header
+from rewind.engine.providers import Failure, Faults, ProviderSpec
 
 from ._errors import add_response, error_record, revive_error
+from ._fault_records import located, read_timeout, record, response, transport_dropped
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import ASYNC_GENERATORS, GENERATORS, Kit
 from ._surface import BindingFields, NativeProvider, Surface, parameter_attributes, schema_of, url_server_attributes
@@ -390,3 +393,69 @@ class GeminiInstrumentor(SurfaceInstrumentor):
     sdk = "google.genai"
     distribution = "google-genai"
     minimum = MINIMUM_SDK
+
+
+# --------------------------------------------------------------------------- provider faults
+
+_CLIENT_MODULES = ("google.genai._api_client",)
+_GOOGLE_STATUS = {429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
+_GOOGLE_WORDING = {
+    "rate_limit": "Resource has been exhausted (e.g. check quota).",
+    "server_error": "An internal error has occurred. Please retry.",
+    "overloaded": "The model is overloaded. Please try again later.",  # what the Gemini API says
+}
+
+
+def _fault(failure: Failure) -> dict[str, Any]:
+    """google-genai: ``errors.ClientError`` (4xx) / ``ServerError`` (5xx) with ``code``, ``status``, ``details``."""
+    if failure.fault == "timeout":
+        if failure.in_async and _async_over_aiohttp():
+            return record("builtins", "TimeoutError", "")  # aiohttp's total timeout, as asyncio raises it
+        return read_timeout(*_CLIENT_MODULES)
+    status = _GOOGLE_STATUS[failure.status]
+    error: dict[str, Any] = {"code": failure.status, "message": _GOOGLE_WORDING[failure.fault], "status": status}
+    if failure.retry_after is not None and failure.fault == "rate_limit":
+        # The API's own back-off hint: a google.rpc.RetryInfo detail ("30s").
+        delay = {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{failure.retry_after}s"}
+        error["details"] = [delay]
+    details = {"error": error}
+    qualname = "ClientError" if failure.status < 500 else "ServerError"
+    module, qualname = located(f"google.genai.errors:{qualname}")
+    return record(
+        module,
+        qualname,
+        f"{failure.status} {status}. {details}",
+        attrs={"message": error["message"], "status": status, "code": failure.status},
+        response=response(failure.status, failure, json.dumps(details)),
+        details=details,
+    )
+
+
+def _async_over_aiohttp() -> bool:
+    """google-genai's async client talks through aiohttp whenever aiohttp is installed (newer releases)."""
+    try:
+        client = sys.modules.get(_CLIENT_MODULES[0]) or importlib.import_module(_CLIENT_MODULES[0])
+    except Exception:
+        return False
+    return vars(client).get("has_aiohttp") is True
+
+
+def _dropped(failure: Failure) -> dict[str, Any]:
+    if failure.in_async and _async_over_aiohttp():
+        module, qualname = located("aiohttp.client_exceptions:ClientPayloadError")
+        message = (
+            "Response payload is not completed: <TransferEncodingError: 400, "
+            "message='Not enough data to satisfy transfer length header.'>"
+        )
+        return record(module, qualname, message)
+    return transport_dropped(*_CLIENT_MODULES)
+
+
+# google-genai reads either key, and warns when both are set: a placeholder goes into one only when neither is.
+DECLARATION = ProviderSpec(
+    name="gemini",
+    sdk="google.genai",
+    instrumentor="rewind.instrumentors.gemini:GeminiInstrumentor",
+    keys=("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    faults=Faults(_fault, _dropped),
+)

@@ -9,8 +9,11 @@ format under ``/openai/v1``, so this module is only the table.
 
 from __future__ import annotations
 
+from rewind.engine.providers import ProviderSpec
+
 from ._instrumentor import SurfaceInstrumentor
 from ._openai_compat import OpenAICompatibleProvider, chat_route, embeddings_route
+from ._stainless_faults import STAINLESS_FAULTS
 
 
 class GroqProvider(OpenAICompatibleProvider):
@@ -44,3 +47,12 @@ class GroqInstrumentor(SurfaceInstrumentor):
     provider = PROVIDER
     sdk = "groq"
     minimum = "0.8"
+
+
+DECLARATION = ProviderSpec(
+    name="groq",
+    sdk="groq",
+    instrumentor="rewind.instrumentors.groq:GroqInstrumentor",
+    keys=("GROQ_API_KEY",),
+    faults=STAINLESS_FAULTS,
+)

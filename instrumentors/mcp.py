@@ -35,23 +35,26 @@ some; requests are bound to the installed signature, so both majors record the s
 from __future__ import annotations
 
 import inspect
+import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
-
-from pydantic import BaseModel
-from pydantic_core import SchemaValidator
+from typing import TYPE_CHECKING, Any
 
 from rewind.data.replayed_error import decode_error
 from rewind.engine.core import Call, begin_call
+from rewind.engine.providers import ProviderSpec
 from rewind.errors import RedactionError
 
 from ._errors import error_record
+from ._fault_records import record
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import Kit
 from ._mcp_requests import REQUESTS, ROUND_KEYS, Request
 from ._mcp_transport import retarget, transport_hook
 from ._streams import NESTED
 from ._surface import Provider, Surface
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 _SESSION = "mcp.client.session:ClientSession"
 _TYPES = "mcp.types"
@@ -182,7 +185,7 @@ class MCPProvider(Provider):
         validate = self._models.get(path)
         if validate is None:
             type_ = self.type_of(path)  # mcp.types is imported already: the session module uses it
-            is_model = isinstance(type_, type) and issubclass(type_, BaseModel)
+            is_model = isinstance(type_, type) and issubclass(type_, _base_model())
             validate = self._models[path] = _validator(type_) if is_model else False
         if not callable(validate):
             # A trace names only a model class of mcp.types; anything else is served as data.
@@ -221,6 +224,8 @@ def mcp_error_record(exc: BaseException) -> dict[str, Any]:
 
 def _validator(model: type[BaseModel]) -> Callable[[Any], Any]:
     """What ``model.model_validate(data)`` runs, called directly."""
+    from pydantic_core import SchemaValidator
+
     try:
         validator = model.__pydantic_validator__
         if isinstance(validator, SchemaValidator):  # not a stand-in for a deferred build
@@ -420,8 +425,17 @@ def _request(arguments: Mapping[str, Any]) -> dict[str, Any]:
     return request
 
 
+def _base_model() -> type[BaseModel]:
+    # Imported when first needed, not with this module: rewind loads every provider's
+    # declaration at replay start, and pydantic alone costs tens of milliseconds there.
+    from pydantic import BaseModel
+
+    return BaseModel
+
+
 def _json(value: Any) -> Any:
-    if isinstance(value, BaseModel):
+    pydantic = sys.modules.get("pydantic")  # an MCP request holds models only once mcp (and pydantic) is in use
+    if pydantic is not None and isinstance(value, pydantic.BaseModel):
         return value.model_dump(mode="json", by_alias=True, exclude_none=True)
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
@@ -462,3 +476,36 @@ class MCPInstrumentor(SurfaceInstrumentor):
         for step in reversed(self.__dict__.pop("_rewind_retargeted", None) or []):
             step()
         super()._uninstrument(**kwargs)
+
+
+# --------------------------------------------------------------------------- provider faults
+
+#: The provider faults an MCP request can meet: the JSON-RPC errors its client raises.
+MCP_FAULTS = ("server_error", "timeout")
+
+
+def fault_record(fault: str, method: str) -> dict[str, Any] | None:
+    """What the installed mcp raises when a request times out (``read_timeout_seconds``) or the
+    server answers a JSON-RPC internal error: built with its own classes and recorded as the
+    instrumentor records it live. 2.x: ``MCPError(code, message)``, -32001 "Request 'm' timed
+    out"; 1.x: ``McpError(ErrorData)`` with HTTP's 408 and its "Timed out while waiting" text."""
+    if fault not in MCP_FAULTS:
+        return None
+    internal = (-32603, "Internal error")  # JSON-RPC's internal error, in every release
+    code, message = (-32001, f"Request {method!r} timed out") if fault == "timeout" else internal
+    try:
+        from mcp.shared import exceptions
+    except Exception:  # mcp is not installed: the newest layout, replayed as a ReplayedError
+        error = {"code": code, "message": message}
+        return record("mcp.shared.exceptions", "MCPError", message, args=[code, message, None], mcp_error=error)
+    modern = getattr(exceptions, "MCPError", None)
+    if isinstance(modern, type):  # mcp 2.x
+        return mcp_error_record(modern(code=code, message=message))
+    from mcp.types import ErrorData
+
+    if fault == "timeout":
+        code, message = 408, "Timed out while waiting for response to ClientRequest. Waited 60.0 seconds."
+    return mcp_error_record(exceptions.McpError(ErrorData(code=code, message=message)))  # type: ignore[attr-defined]
+
+
+DECLARATION = ProviderSpec(name="mcp", sdk="mcp", instrumentor="rewind.instrumentors.mcp:MCPInstrumentor")

@@ -23,14 +23,17 @@ errors (``SDKError``, ``HTTPValidationError`` … which keep the HTTP response a
 from __future__ import annotations
 
 import importlib
+import json
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rewind.data.canonical import to_jsonable
+from rewind.engine.providers import Failure, Faults, ProviderSpec
 from rewind.errors import PatchGapWarning
 
 from ._errors import ReplayedHTTPResponse, add_response, error_record, revive_error
+from ._fault_records import WORDING, located, read_timeout, record, response, transport_dropped
 from ._instrumentor import SurfaceInstrumentor
 from ._kit import ASYNC_GENERATORS, GENERATORS, Kit, httpx_response
 from ._openai_compat import completion_head
@@ -359,3 +362,42 @@ class MistralInstrumentor(SurfaceInstrumentor):
 
 
 __all__ = ["MistralInstrumentor", "MistralProvider", "SpeakeasyKit", "accumulate_chat"]
+
+
+# --------------------------------------------------------------------------- provider faults
+
+_CLIENT_MODULES = ("mistralai.client.basesdk", "mistralai.basesdk")
+
+
+def _fault(failure: Failure) -> dict[str, Any]:
+    """mistralai: every non-422 status is an ``SDKError`` keeping the body text and the raw response."""
+    if failure.fault == "timeout":
+        return read_timeout(*_CLIENT_MODULES)
+    module, qualname = located("mistralai.client.errors:SDKError", "mistralai.models:SDKError")
+    kind, code = {"rate_limit": ("rate_limited", "1300")}.get(failure.fault, ("internal_server_error", None))
+    text = json.dumps({"object": "error", "message": WORDING[failure.fault], "type": kind, "param": None, "code": code})
+    if module.startswith("mistralai.models"):  # 1.x: the status and body on lines of their own
+        message, short = f"API error occurred: Status {failure.status}\n{text}", "API error occurred"
+    else:
+        message = short = f"API error occurred: Status {failure.status}. Body: {text}"
+    return record(
+        module,
+        qualname,
+        message,
+        attrs={"message": short, "status_code": failure.status, "body": text},
+        body=text,
+        response=response(failure.status, failure, text),
+    )
+
+
+def _dropped(failure: Failure) -> dict[str, Any]:
+    return transport_dropped(*_CLIENT_MODULES)  # the HTTP library's error comes through unwrapped
+
+
+DECLARATION = ProviderSpec(
+    name="mistral",
+    sdk="mistralai",
+    instrumentor="rewind.instrumentors.mistral:MistralInstrumentor",
+    keys=("MISTRAL_API_KEY",),
+    faults=Faults(_fault, _dropped),
+)

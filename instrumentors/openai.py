@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from rewind.engine.providers import ProviderSpec
+
 from ._instrumentor import SurfaceInstrumentor
 from ._openai_compat import (
     OpenAICompatibleProvider,
@@ -32,6 +34,7 @@ from ._openai_compat import (
     request_attributes,
 )
 from ._stainless import resolve
+from ._stainless_faults import STAINLESS_FAULTS
 from ._surface import Surface
 
 _CHAT = "openai.resources.chat.completions"
@@ -179,3 +182,12 @@ class OpenAIInstrumentor(SurfaceInstrumentor):
     provider = PROVIDER
     sdk = "openai"
     minimum = "1.40"
+
+
+DECLARATION = ProviderSpec(
+    name="openai",
+    sdk="openai",
+    instrumentor="rewind.instrumentors.openai:OpenAIInstrumentor",
+    keys=("OPENAI_API_KEY",),
+    faults=STAINLESS_FAULTS,
+)

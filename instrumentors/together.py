@@ -14,8 +14,11 @@ traps: resource classes end in ``Resource`` (``CompletionsResource``,
 
 from __future__ import annotations
 
+from rewind.engine.providers import ProviderSpec
+
 from ._instrumentor import SurfaceInstrumentor
 from ._openai_compat import OpenAICompatibleProvider, chat_route, embeddings_route
+from ._stainless_faults import STAINLESS_FAULTS
 
 
 class TogetherProvider(OpenAICompatibleProvider):
@@ -49,3 +52,12 @@ class TogetherInstrumentor(SurfaceInstrumentor):
     provider = PROVIDER
     sdk = "together"
     minimum = "2.0"
+
+
+DECLARATION = ProviderSpec(
+    name="together",
+    sdk="together",
+    instrumentor="rewind.instrumentors.together:TogetherInstrumentor",
+    keys=("TOGETHER_API_KEY",),
+    faults=STAINLESS_FAULTS,
+)

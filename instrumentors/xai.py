@@ -39,8 +39,10 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 
 from rewind.data.replayed_error import decode_error, encode_error
 from rewind.engine.core import Call
+from rewind.engine.providers import Failure, Faults, ProviderSpec
 from rewind.errors import PatchGapWarning
 
+from ._fault_records import located, record
 from ._kit import Kit
 from ._streams import RecordEngine, stream_proxy
 from ._surface import Provider, Surface, _Invocation, async_wrapper, parameter_attributes, sync_wrapper, warn_once
@@ -335,3 +337,35 @@ class XAIInstrumentor(BaseInstrumentor):
         if original is not None:
             xai_sdk.chat.BaseChat.__init__ = original
             self._rewind_original = None
+
+
+# --------------------------------------------------------------------------- provider faults
+
+_GRPC = {
+    "rate_limit": ("RESOURCE_EXHAUSTED", "Rate limit exceeded. Please try again later."),
+    "server_error": ("INTERNAL", "Internal server error."),
+    "overloaded": ("UNAVAILABLE", "The service is overloaded. Please try again later."),
+    "timeout": ("DEADLINE_EXCEEDED", "Deadline Exceeded"),
+    "connection_reset": ("UNAVAILABLE", "Socket closed"),  # gRPC reports a dropped connection as UNAVAILABLE
+}
+
+
+def _fault(failure: Failure) -> dict[str, Any]:
+    """xai-sdk (gRPC): the channel's ``RpcError`` with ``code()`` / ``details()``."""
+    code, details = _GRPC[failure.fault]
+    # A sync channel raises its private _InactiveRpcError (replayed as grpc.RpcError), grpc.aio AioRpcError.
+    module, qualname = located("grpc.aio:AioRpcError") if failure.in_async else ("grpc._channel", "_InactiveRpcError")
+    message = (
+        f"<{qualname} of RPC that terminated with:\n"
+        f'\tstatus = StatusCode.{code}\n\tdetails = "{details}"\n\tdebug_error_string = "{code}:{details}"\n>'
+    )
+    return record(module, qualname, message, grpc={"code": code, "details": details})
+
+
+DECLARATION = ProviderSpec(
+    name="xai",
+    sdk="xai_sdk",
+    instrumentor="rewind.instrumentors.xai:XAIInstrumentor",
+    frames=("xai_sdk", "grpc"),
+    faults=Faults(_fault, _fault),
+)

@@ -53,23 +53,17 @@ def _start() -> None:
         fail_start(exc)
 
 
-#: The modules of the SDKs rewind instruments (rewind.integrations; a test keeps them equal).
-SDK_MODULES = frozenset(
-    {
-        "openai",
-        "anthropic",
-        "litellm",
-        "groq",
-        "together",
-        "fireworks",
-        "mcp",
-        "mistralai",
-        "cohere",
-        "google.genai",
-        "xai_sdk",
-        "botocore",
-    }
-)
+#: The import names of the SDKs rewind instruments, comma-separated: ``rewind record|replay``
+#: derives them from the providers' declarations (``rewind.engine.providers``) and passes them
+#: down, since learning them here would mean importing rewind in every process.
+#: (``rewind._autostart.SDK_MODULES_VARIABLE`` names the same variable.)
+SDK_MODULES_VARIABLE = "REWIND_SDK_MODULES"
+
+
+def _sdk_modules() -> frozenset[str] | None:
+    """The instrumented SDKs' modules as the CLI passed them; ``None`` when it did not."""
+    listed = os.environ.get(SDK_MODULES_VARIABLE)
+    return None if listed is None else frozenset(name for name in listed.split(",") if name)
 
 
 def _watch_unrecorded_child() -> None:
@@ -82,7 +76,8 @@ def _watch_unrecorded_child() -> None:
     mode = "record" if os.environ.get("REWIND_RECORD") else "replay"
 
     def report() -> None:
-        if "rewind.engine.decorators" not in sys.modules and SDK_MODULES.isdisjoint(sys.modules):
+        sdks = _sdk_modules()  # unknown: ask rewind, which costs time but never misses a call
+        if "rewind.engine.decorators" not in sys.modules and sdks is not None and sdks.isdisjoint(sys.modules):
             return
         try:
             from rewind.engine.nothing_recorded import report_unrecorded_child

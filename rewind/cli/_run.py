@@ -27,6 +27,7 @@ import click
 
 from rewind import _autostart
 from rewind.data.escape import inert
+from rewind.engine.providers import PROVIDERS
 from rewind.setup.bootstrap import SESSION_VARIABLES
 
 from ._common import CliError
@@ -75,6 +76,8 @@ def child_environment(session: Mapping[str, str], status_file: str) -> dict[str,
     startup = os.path.dirname(os.path.abspath(_autostart.__file__))
     rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != startup]
     env["PYTHONPATH"] = os.pathsep.join([startup, *rest])
+    # The start-up hook must not import rewind to learn which SDKs are instrumented: it reads them here.
+    env[_autostart.SDK_MODULES_VARIABLE] = ",".join(sorted({provider.sdk for provider in PROVIDERS.values()}))
     return env
 
 

@@ -22,31 +22,19 @@ import sys
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from .providers import PROVIDERS
+
 if TYPE_CHECKING:
     from rewind.storage.trace import Event
 
-#: Modules whose frames are plumbing between the agent and a served step: rewind itself,
-#: the wrapping and telemetry libraries, the provider SDKs and their HTTP clients, and
-#: the standard library's call helpers.
+#: Modules whose frames are plumbing between the agent and a served step, besides the
+#: provider SDKs (each provider declares its own, ``ProviderSpec.plumbing``): rewind itself,
+#: the wrapping and telemetry libraries, the HTTP clients and the standard library's call helpers.
 PLUMBING = (
     "rewind",
     "instrumentors",
     "wrapt",
     "opentelemetry",
-    "openai",
-    "anthropic",
-    "litellm",
-    "groq",
-    "together",
-    "fireworks",
-    "mcp",
-    "mistralai",
-    "cohere",
-    "google.genai",
-    "xai_sdk",
-    "boto3",
-    "botocore",
-    "grpc",
     "httpx",
     "httpcore",
     "requests",
@@ -59,14 +47,20 @@ PLUMBING = (
 )
 
 
-def _plumbing(frame: FrameType) -> bool:
+def plumbing() -> tuple[str, ...]:
+    """Every module root whose frames are plumbing: ``PLUMBING`` and every provider's SDK modules."""
+    return PLUMBING + tuple(root for provider in PROVIDERS.values() for root in provider.plumbing)
+
+
+def _plumbing(frame: FrameType, roots: tuple[str, ...]) -> bool:
     name = str(frame.f_globals.get("__name__", ""))
-    return any(name == root or name.startswith(root + ".") for root in PLUMBING)
+    return any(name == root or name.startswith(root + ".") for root in roots)
 
 
 def agent_frame(frame: FrameType | None) -> FrameType | None:
     """The innermost frame at or above ``frame`` that belongs to the user's code."""
-    while frame is not None and _plumbing(frame):
+    roots = plumbing()
+    while frame is not None and _plumbing(frame, roots):
         frame = frame.f_back
     return frame
 
@@ -106,4 +100,4 @@ def _stop_at_next_line(debugger: pdb.Pdb, frame: FrameType) -> None:
     sys.settrace(debugger.trace_dispatch)
 
 
-__all__ = ["PLUMBING", "agent_frame", "pause"]
+__all__ = ["PLUMBING", "agent_frame", "pause", "plumbing"]

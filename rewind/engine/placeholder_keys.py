@@ -4,7 +4,8 @@
 constructed without an API key, before any call is made, so a replay that needs no key
 would still fail where none is set. During a replay (the pytest plugin, ``rewind replay``,
 ``REWIND_REPLAY``, ``with rewind.replay(...)``) each variable below that is unset gets a
-placeholder value. A key that is set is never touched. The placeholder is not a
+placeholder value (each provider declares the variables its client reads). A key that is set
+is never touched. The placeholder is not a
 credential: a call that somehow escaped the replay is refused by the real service (401)
 instead of spending money. It lives in ``os.environ`` only while a replay holds it (the
 environment variable path holds it for the whole process) and is never written anywhere.
@@ -22,16 +23,26 @@ from .providers import PROVIDERS
 #: What a placeholder key holds; recognizable in a provider's "invalid API key" error.
 PLACEHOLDER = "rewind-replay-placeholder-key"
 
-#: One entry per SDK that reads a key: the variables it reads, the first set when none is
-#: (declared with each provider in ``rewind.engine.providers``).
-SDK_KEYS: tuple[tuple[str, ...], ...] = tuple(p.keys for p in PROVIDERS.values() if p.keys)
+
+def sdk_keys() -> tuple[tuple[str, ...], ...]:
+    """One entry per SDK that reads a key: the variables it reads, the first set when none is.
+
+    Each provider declares its own (``ProviderSpec.keys``, in ``instrumentors/<provider>.py``);
+    the first call loads the declarations (``rewind.engine.providers``).
+    """
+    return tuple(p.keys for p in PROVIDERS.values() if p.keys)
+
+
+def __getattr__(name: str) -> object:
+    if name == "SDK_KEYS":  # the constant this once was; computed on use so importing stays cheap
+        return sdk_keys()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def missing(environ: MutableMapping[str, str] | None = None) -> dict[str, str]:
     """The placeholders ``environ`` lacks: ``{variable: PLACEHOLDER}``."""
     env = os.environ if environ is None else environ
-    keys = (p.keys for p in PROVIDERS.values() if p.keys)
-    return {names[0]: PLACEHOLDER for names in keys if not any(env.get(name) for name in names)}
+    return {names[0]: PLACEHOLDER for names in sdk_keys() if not any(env.get(name) for name in names)}
 
 
 def fill(environ: MutableMapping[str, str] | None = None) -> list[str]:
@@ -87,4 +98,4 @@ def placeholders() -> Iterator[None]:
         release()
 
 
-__all__ = ["PLACEHOLDER", "SDK_KEYS", "fill", "hold", "missing", "placeholders"]
+__all__ = ["PLACEHOLDER", "fill", "hold", "missing", "placeholders", "sdk_keys"]

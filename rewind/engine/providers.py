@@ -1,19 +1,82 @@
-"""Every provider SDK rewind instruments, declared once.
+"""What rewind knows about a provider SDK, declared once, by the provider's own module.
 
-A row names the provider, the module its SDK imports as, its instrumentor (``"module:Class"``,
-the same class ``opentelemetry-instrument`` loads through the ``rewind_*`` entry points) and
-the environment variables its client reads an API key from. The patching API, placeholder
-keys for keyless replay and the "nothing was recorded" diagnosis are all derived from it.
+Each ``instrumentors/<provider>.py`` ends with a ``DECLARATION = ProviderSpec(...)``: its
+name, the module its SDK imports as, the environment variables its client reads a key
+from, the modules whose frames sit between the agent and a served step, and how the SDK
+delivers a provider fault (``Faults``). Everything else is derived from these
+declarations: ``patch_*``/``auto_patch`` (``rewind.setup.integrations``), placeholder keys
+for keyless replay, the debugger's plumbing frames, fault injection, the start-up hook's
+SDK list and the "nothing was recorded" diagnosis.
+
+The declarations are found through the ``rewind_<name>`` entry points of the
+``opentelemetry_instrumentor`` group that this distribution declares (the same ones
+``opentelemetry-instrument`` loads), read lazily on first use and cached: the engine sits
+below the instrumentors and never imports them by name, and ``import rewind`` imports no
+instrumentor. ``register`` adds a declaration at run time (tests, a provider shipped
+outside rewind).
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
-from dataclasses import dataclass
+import threading
+import warnings
+from collections.abc import Callable, Iterator, MutableMapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rewind.errors import PatchGapWarning
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
+    from rewind.storage.trace import Event
+
+#: The entry-point group our instrumentors are declared in, and the prefix of their names.
+ENTRY_POINT_GROUP = "opentelemetry_instrumentor"
+ENTRY_POINT_PREFIX = "rewind_"
+#: The module attribute that holds a provider module's declaration.
+DECLARATION = "DECLARATION"
+_DISTRIBUTION = "agent-rewind-otel"
 
 
 @dataclass(frozen=True)
-class Provider:
+class Failure:
+    """One provider fault to inject, as far as it is the same for every SDK."""
+
+    fault: str
+    status: int
+    #: The ``retry-after`` value (seconds) the answer carries, if any.
+    retry_after: str | None
+    event: Event
+    #: For a stream cut short: the chunks the agent got first.
+    kept: list[Any] = field(default_factory=list)
+    #: The call comes from a coroutine (an async client).
+    in_async: bool = False
+
+
+#: Builds the error record an SDK writes when it meets a ``Failure``.
+FaultBuilder = Callable[[Failure], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Faults:
+    """How one SDK delivers provider faults (``rewind mutate`` injects what these build)."""
+
+    #: The record of a status error or a timeout.
+    make: FaultBuilder
+    #: The record of a connection that dropped mid-stream (``Failure.kept``: the chunks before).
+    dropped: FaultBuilder
+    #: The status of an "overloaded" answer: 529 where the provider uses it, else its 503.
+    overloaded: int = 503
+
+
+@dataclass(frozen=True)
+class ProviderSpec:
+    """One provider SDK, as the rest of rewind needs to know it."""
+
+    #: The provider's name: ``patch_<name>()``, the ``[name]`` extra, the first part of its steps' names.
     name: str
     #: The import name of the SDK (``mistralai``, ``google.genai``).
     sdk: str
@@ -21,6 +84,10 @@ class Provider:
     instrumentor: str
     #: The variables its client reads a key from; a placeholder goes into the first when none is set.
     keys: tuple[str, ...] = ()
+    #: Module roots whose frames are plumbing between the agent and a served step (default: ``sdk``).
+    frames: tuple[str, ...] = ()
+    #: How it delivers provider faults; ``None``: no fault injection for its steps.
+    faults: Faults | None = None
 
     def installed(self) -> bool:
         try:
@@ -28,31 +95,106 @@ class Provider:
         except (ImportError, ValueError):
             return False
 
+    @property
+    def plumbing(self) -> tuple[str, ...]:
+        return self.frames or (self.sdk,)
 
-PROVIDERS: dict[str, Provider] = {}
+
+#: Kept for code that named the declaration type by its first name.
+Provider = ProviderSpec
+
+
+class _Registry(MutableMapping[str, ProviderSpec]):
+    """``name -> ProviderSpec``: our entry points, loaded on first use, plus ``register``-ed ones."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, ProviderSpec] | None = None
+        self._lock = threading.Lock()
+
+    def _all(self) -> dict[str, ProviderSpec]:
+        loaded = self._loaded
+        if loaded is None:
+            with self._lock:
+                if self._loaded is None:
+                    self._loaded = _load_declared()
+                loaded = self._loaded
+        return loaded
+
+    def __getitem__(self, name: str) -> ProviderSpec:
+        return self._all()[name]
+
+    def __setitem__(self, name: str, spec: ProviderSpec) -> None:
+        self._all()[name] = spec
+
+    def __delitem__(self, name: str) -> None:
+        del self._all()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._all()))
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+def _entry_points() -> list[EntryPoint]:
+    """Our own ``rewind_*`` instrumentor entry points (never another distribution's)."""
+    import importlib.metadata  # here: it imports email, csv and zipfile, which `import rewind` need not
+
+    try:
+        points = importlib.metadata.distribution(_DISTRIBUTION).entry_points
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that is not installed
+        return []
+    return [p for p in points if p.group == ENTRY_POINT_GROUP and p.name.startswith(ENTRY_POINT_PREFIX)]
+
+
+def _load_declared() -> dict[str, ProviderSpec]:
+    found: dict[str, ProviderSpec] = {}
+    for point in _entry_points():
+        try:
+            module = importlib.import_module(point.module)
+        except Exception as exc:  # a broken install must not break the agent: that provider runs live
+            warnings.warn(
+                f"rewind cannot load the {point.name} provider ({type(exc).__name__}: {exc}); its calls run live "
+                "and unrecorded. Reinstall agent-rewind-otel.",
+                PatchGapWarning,
+                stacklevel=2,
+            )
+            continue
+        spec = getattr(module, DECLARATION, None)
+        if isinstance(spec, ProviderSpec):
+            found[spec.name] = spec
+    return found
+
+
+#: Every provider rewind knows: ``name -> ProviderSpec`` (loaded on first use).
+PROVIDERS: MutableMapping[str, ProviderSpec] = _Registry()
+
+
+def register(spec: ProviderSpec) -> ProviderSpec:
+    """Make ``spec`` known: patchable, its keys placeheld in a keyless replay, its faults injectable."""
+    PROVIDERS[spec.name] = spec
+    return spec
 
 
 def register_provider(name: str, sdk: str, instrumentor: str, keys: tuple[str, ...] = ()) -> None:
-    """Make ``name`` known: patchable, and its key variables filled during a keyless replay."""
-    PROVIDERS[name] = Provider(name, sdk, instrumentor, keys)
+    """``register`` from the four facts the older API took."""
+    register(ProviderSpec(name, sdk, instrumentor, keys))
 
 
-register_provider("openai", "openai", "rewind.instrumentors.openai:OpenAIInstrumentor", ("OPENAI_API_KEY",))
-register_provider(
-    "anthropic", "anthropic", "rewind.instrumentors.anthropic:AnthropicInstrumentor", ("ANTHROPIC_API_KEY",)
-)
-register_provider("litellm", "litellm", "rewind.instrumentors.litellm:LiteLLMInstrumentor")
-register_provider("groq", "groq", "rewind.instrumentors.groq:GroqInstrumentor", ("GROQ_API_KEY",))
-register_provider("together", "together", "rewind.instrumentors.together:TogetherInstrumentor", ("TOGETHER_API_KEY",))
-register_provider(
-    "fireworks", "fireworks", "rewind.instrumentors.fireworks:FireworksInstrumentor", ("FIREWORKS_API_KEY",)
-)
-register_provider("mcp", "mcp", "rewind.instrumentors.mcp:MCPInstrumentor")
-register_provider("mistral", "mistralai", "rewind.instrumentors.mistral:MistralInstrumentor", ("MISTRAL_API_KEY",))
-register_provider("cohere", "cohere", "rewind.instrumentors.cohere:CohereInstrumentor", ("CO_API_KEY",))
-# google-genai reads either, and warns when both are set: a placeholder goes into one only when neither is.
-register_provider(
-    "gemini", "google.genai", "rewind.instrumentors.gemini:GeminiInstrumentor", ("GEMINI_API_KEY", "GOOGLE_API_KEY")
-)
-register_provider("xai", "xai_sdk", "rewind.instrumentors.xai:XAIInstrumentor")
-register_provider("bedrock", "botocore", "rewind.instrumentors.bedrock:BedrockInstrumentor")
+def provider_of(event: Event) -> ProviderSpec | None:
+    """The provider whose SDK made ``event`` (the first part of its name), or ``None``."""
+    return PROVIDERS.get(event.name.split(".", 1)[0])
+
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "PROVIDERS",
+    "FaultBuilder",
+    "Failure",
+    "Faults",
+    "Provider",
+    "ProviderSpec",
+    "provider_of",
+    "register",
+    "register_provider",
+]

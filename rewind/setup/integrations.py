@@ -11,10 +11,14 @@ points)::
     with rewind.integrations.patched("openai"):
         ...
 
-A provider is one ``register_provider`` line naming its SDK and its instrumentor class.
-Hooks installed by someone else (``opentelemetry-instrument``) are used as they are and
-never removed by an ``unpatch()`` here. With no session active, hooked calls pass
-straight through.
+A provider is the ``DECLARATION`` in its own module (``instrumentors/<provider>.py``), found
+through its ``rewind_<name>`` entry point (``rewind.engine.providers``): ``auto_patch`` and
+``patched`` know every declared provider. The ``patch_<name>()`` functions below are one
+explicit line each, on purpose: they are public API, and type checkers and
+``from rewind import patch_openai`` need them spelled out; a provider without one is
+patched by name (``auto_patch("name")``). Hooks installed by someone else
+(``opentelemetry-instrument``) are used as they are and never removed by an ``unpatch()``
+here. With no session active, hooked calls pass straight through.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from rewind.engine.providers import PROVIDERS, Provider, register_provider
+from rewind.engine.providers import PROVIDERS, ProviderSpec, register, register_provider
 from rewind.errors import RewindError
 
 Unpatch = Callable[[], None]
@@ -37,7 +41,7 @@ Unpatch = Callable[[], None]
 class _Hold:
     """Who holds a provider's hooks: how many ``patch_*`` consumers, and whether rewind installed them."""
 
-    provider: Provider
+    provider: ProviderSpec
     count: int = 0
     owned: bool = False
 
@@ -152,7 +156,7 @@ def patch_bedrock() -> Unpatch:
     return _patch(_lookup("bedrock", strict=True))
 
 
-def _hold(provider: Provider) -> _Hold:
+def _hold(provider: ProviderSpec) -> _Hold:
     with _LOCK:
         return _HOLDS.setdefault(provider.name, _Hold(provider))
 
@@ -221,5 +225,6 @@ __all__ = [
     "patch_xai",
     "patched",
     "providers",
+    "register",
     "register_provider",
 ]

@@ -8,7 +8,6 @@ read as a valid run without calls.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -17,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rewind import integrations
 from rewind.engine.providers import PROVIDERS
 from rewind.stub_server import StubServer
 
@@ -114,13 +112,14 @@ def test_a_clean_run_without_calls_is_still_a_complete_empty_trace(run_cli: RunC
     assert run_cli("check", "run.rewind").returncode == 0
 
 
-def test_the_start_up_hook_knows_every_instrumented_sdk() -> None:
-    spec = importlib.util.spec_from_file_location(
-        "rewind_sitecustomize_copy", Path(integrations.__file__).parent.parent / "_autostart" / "sitecustomize.py"
-    )
-    assert spec is not None and spec.loader is not None
-    source = Path(spec.origin or "").read_text()
-    namespace: dict[str, Any] = {}
-    start = source.index("SDK_MODULES = ")
-    exec(source[start : source.index(")\n", start) + 2], namespace)  # only the constant
-    assert namespace["SDK_MODULES"] == {p.sdk for p in PROVIDERS.values()}
+def test_the_start_up_hook_knows_every_instrumented_sdk(tmp_path: Path) -> None:
+    # The CLI derives the list from the providers' declarations and hands it to the child's
+    # start-up hook, which reads it under the same name without importing rewind.
+    from rewind import _autostart
+    from rewind.cli._run import child_environment
+
+    env = child_environment({}, str(tmp_path / "status"))
+    listed = env[_autostart.SDK_MODULES_VARIABLE].split(",")
+    assert set(listed) == {p.sdk for p in PROVIDERS.values()} and "google.genai" in listed
+    source = (Path(_autostart.__file__).parent / "sitecustomize.py").read_text()
+    assert f'SDK_MODULES_VARIABLE = "{_autostart.SDK_MODULES_VARIABLE}"' in source
