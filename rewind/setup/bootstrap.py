@@ -46,8 +46,9 @@ Variables:
 | ``REWIND_QUIET`` | ``1``: no summary line on stderr at exit (failures are still reported) |
 | ``REWIND_EXIT_ON_DIVERGENCE`` | ``0``: a failed replay keeps the program's exit status (default: exit 1) |
 
-Every value is checked when the session opens; one rewind cannot use stops the program
-before it runs (one line, status 2). Without ``REWIND_STATUS_FILE`` (the CLI's channel) a
+Every value is checked when the session opens (``rewind.setup.environment`` reads them
+into options; this module builds the session from those); one rewind cannot use stops the
+program before it runs (one line, status 2). Without ``REWIND_STATUS_FILE`` (the CLI's channel) a
 replay or fork that diverged, even where the program caught the ``DivergenceError``, or
 that left steps unserved under ``REWIND_REQUIRE_FULL_CONSUMPTION=1``, ends the process
 with status 1 when the program itself would have exited 0, as ``rewind replay`` does.
