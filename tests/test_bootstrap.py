@@ -112,6 +112,23 @@ def test_replay_and_fork_options(tmp_path: Path) -> None:
         ({"REWIND_REPLAY": "a", "REWIND_NORMALIZE": "no_such_module_x:f"}, "REWIND_NORMALIZE=no_such_module_x:f"),
         ({"REWIND_REPLAY": "a", "REWIND_NORMALIZE": "json:nope"}, "cannot import it"),
         ({"REWIND_REPLAY": "a", "REWIND_NORMALIZE": "json:__name__"}, "is a str, not a function"),
+        # Checked while parsing, by the validators replay()/fork() use: the variable is known.
+        ({"REWIND_REPLAY": "a", "REWIND_NETWORK": "offline"}, "REWIND_NETWORK: network= must be 'block' or 'allow'"),
+        ({"REWIND_REPLAY": "a", "REWIND_ON_MISSING": "maybe"}, "REWIND_ON_MISSING: on_missing= must be one of"),
+        ({"REWIND_REPLAY": "a", "REWIND_LIVE": "llm", "REWIND_MATCH": "strict"}, "REWIND_MATCH: a hybrid replay"),
+        ({"REWIND_REPLAY": "a", "REWIND_FORK_AT": "1", "REWIND_LIVE": "llm"}, "REWIND_LIVE: REWIND_FORK_AT runs"),
+        (
+            {"REWIND_REPLAY": "a", "REWIND_FORK_AT": "1", "REWIND_EDIT": "e.json", "REWIND_THEN": "later"},
+            "REWIND_THEN: must be one of 'live', 'replay'",
+        ),
+        (
+            {"REWIND_REPLAY": "a", "REWIND_FORK_AT": "1", "REWIND_EDIT": "e.json", "REWIND_MATCH": "parallel"},
+            "REWIND_MATCH: REWIND_EDIT needs match='strict' or 'ordered'",
+        ),
+        (
+            {"REWIND_REPLAY": "a", "REWIND_REFRESH": "1", "REWIND_SAVE_AS": "b", "REWIND_MATCH": "fuzzy"},
+            "REWIND_MATCH: a refresh needs match='strict' or 'ordered'",
+        ),
     ],
 )
 def test_bad_values_name_the_variable(env: dict[str, str], message: str) -> None:

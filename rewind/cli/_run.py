@@ -28,7 +28,7 @@ import click
 from rewind import _autostart
 from rewind.data.escape import inert
 from rewind.engine.providers import PROVIDERS
-from rewind.setup.bootstrap import SESSION_VARIABLES
+from rewind.setup.environment import SESSION_VARIABLES
 
 from ._common import CliError
 

@@ -172,7 +172,7 @@ def verdict(
 
 
 def _import_callable(option: str, spec: str) -> Callable[..., Any]:
-    from rewind.setup.bootstrap import EnvironmentConfigError, import_callable
+    from rewind.setup.environment import EnvironmentConfigError, import_callable
 
     try:
         return import_callable(spec, option)

@@ -20,7 +20,7 @@ import click
 from rewind.data.escape import inert
 from rewind.inspection import summary
 from rewind.proxy import Proxy, UpstreamConfigError
-from rewind.setup import bootstrap
+from rewind.setup import environment
 
 from ._common import CliError, trace_destination
 from ._options import match_option, payload_function_options
@@ -77,7 +77,7 @@ def open_proxy(
 
 def _callable(option: str, spec: str | None) -> Any:
     """``module:function`` imported (the working folder is searched too), as ``rewind record`` does."""
-    return bootstrap._callable({option: spec}, option) if spec else None
+    return environment.import_callable(spec, option) if spec else None
 
 
 def proxy_status(proxy: Proxy) -> dict[str, Any]:

@@ -46,8 +46,9 @@ Variables:
 | ``REWIND_QUIET`` | ``1``: no summary line on stderr at exit (failures are still reported) |
 | ``REWIND_EXIT_ON_DIVERGENCE`` | ``0``: a failed replay keeps the program's exit status (default: exit 1) |
 
-Every value is checked when the session opens; one rewind cannot use stops the program
-before it runs (one line, status 2). Without ``REWIND_STATUS_FILE`` (the CLI's channel) a
+Every value is checked when the session opens (``rewind.setup.environment`` reads them
+into options; this module builds the session from those); one rewind cannot use stops the
+program before it runs (one line, status 2). Without ``REWIND_STATUS_FILE`` (the CLI's channel) a
 replay or fork that diverged, even where the program caught the ``DivergenceError``, or
 that left steps unserved under ``REWIND_REQUIRE_FULL_CONSUMPTION=1``, ends the process
 with status 1 when the program itself would have exited 0, as ``rewind replay`` does.
@@ -56,7 +57,6 @@ with status 1 when the program itself would have exited 0, as ``rewind replay`` 
 from __future__ import annotations
 
 import atexit
-import importlib
 import json
 import os
 import sys
@@ -67,10 +67,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from rewind.data import dialect
-from rewind.data.safe_read import file_kind
 from rewind.engine import placeholder_keys
-from rewind.engine.policy import ENVIRONMENT as POLICY
-from rewind.engine.policy import ReplayPolicy
 from rewind.engine.session import Session, record, replay
 from rewind.errors import DivergenceError, RewindError, UnconsumedEventsWarning
 from rewind.inspection import summary
@@ -78,43 +75,12 @@ from rewind.storage.trace_file import open_for_writing
 from rewind.what_if.fork import fork
 
 from . import session_owner
+from .environment import EnvironmentConfigError, ExitOptions, SessionOptions, parse_exit, parse_session, target
 
 _lock = threading.Lock()
 _session: Session | None = None
 _started = False
 
-TRUTHY = {"1", "true", "yes", "on"}
-FALSY = {"", "0", "false", "no", "off"}
-
-#: Variables describing the session; the process that opens it removes them from its environment.
-SESSION_VARIABLES = (
-    "REWIND_RECORD",
-    "REWIND_REPLAY",
-    "REWIND_MATCH",
-    "REWIND_REQUIRE_FULL_CONSUMPTION",
-    "REWIND_TOLERATE_DRIFT",
-    "REWIND_BREAK_AT",
-    "REWIND_FORK_AT",
-    "REWIND_SAVE_AS",
-    "REWIND_EDIT",
-    "REWIND_THEN",
-    "REWIND_REFRESH",
-    "REWIND_FAULT",
-    "REWIND_LIVE",
-    "REWIND_NEVER_LIVE",
-    "REWIND_ON_MISSING",
-    "REWIND_MODEL_MAP",
-    "REWIND_NETWORK",
-    "REWIND_ALLOW_HOSTS",
-    "REWIND_META",
-    "REWIND_EXTERNALIZE",
-    "REWIND_REDACT",
-    "REWIND_NORMALIZE",
-    "REWIND_STATUS_FILE",
-    "REWIND_QUIET",
-    "REWIND_EXIT_ON_DIVERGENCE",
-    "REWIND_SESSION_PID",
-)
 
 #: ``<process id>:<start time>:<trace path>`` of the process that owns the environment's session.
 OWNER = session_owner.OWNER
@@ -127,10 +93,6 @@ exit_status = 0
 exit_status_applied_late = False
 
 
-def _target(env: Mapping[str, str]) -> str:
-    return env.get("REWIND_RECORD") or env.get("REWIND_REPLAY") or ""
-
-
 def owned_elsewhere(environ: Mapping[str, str] | None = None) -> bool:
     """True in a subprocess of the program that owns this same session.
 
@@ -140,220 +102,80 @@ def owned_elsewhere(environ: Mapping[str, str] | None = None) -> bool:
     """
     env = os.environ if environ is None else environ
     try:
-        return session_owner.owned_elsewhere(env, _target(env))
+        return session_owner.owned_elsewhere(env, target(env))
     except session_owner.ForeignOwnerError as exc:
         raise EnvironmentConfigError(str(exc)) from None
 
 
-class EnvironmentConfigError(RewindError):
-    """A ``REWIND_*`` variable has a value rewind cannot use."""
-
-
 def session_from_environment(environ: Mapping[str, str] | None = None) -> Session | None:
     """The session the ``REWIND_*`` variables describe, not yet entered (or ``None``)."""
-    env = os.environ if environ is None else environ
-    record_path, replay_path = env.get("REWIND_RECORD"), env.get("REWIND_REPLAY")
-    if record_path and replay_path:
-        raise EnvironmentConfigError("set REWIND_RECORD or REWIND_REPLAY, not both")
-    if not record_path and not replay_path:
-        for name in ("REWIND_FORK_AT", "REWIND_SAVE_AS", "REWIND_BREAK_AT", "REWIND_EDIT", "REWIND_FAULT", *POLICY):
-            if env.get(name):
-                raise EnvironmentConfigError(f"{name} needs REWIND_REPLAY (the trace to start from)")
-        return None
-    redact = _callable(env, "REWIND_REDACT")
-    normalize = _callable(env, "REWIND_NORMALIZE")
-    if record_path:
-        for name in ("REWIND_FORK_AT", "REWIND_SAVE_AS", "REWIND_BREAK_AT", "REWIND_EDIT", "REWIND_FAULT", *POLICY):
-            if env.get(name):
-                raise EnvironmentConfigError(f"{name} applies to REWIND_REPLAY, not REWIND_RECORD")
+    options = parse_session(os.environ if environ is None else environ)
+    return None if options is None else session_from_options(options)
+
+
+def session_from_options(options: SessionOptions) -> Session:
+    """The session ``options`` describe, not yet entered.
+
+    Every value was checked when it was read; what is left to fail here is what only
+    opening the trace tells: an edit or a fault that does not fit its step.
+    """
+    common: dict[str, Any] = {"match": options.match, "redact": options.redact, "normalize": options.normalize}
+    if options.kind == "record":
         return record(
-            record_path,
-            meta=_meta(env),
-            redact=redact,
-            normalize=normalize,
-            externalize=_step(env, "REWIND_EXTERNALIZE", minimum=1),
+            options.path,
+            meta=options.meta,
+            redact=options.redact,
+            normalize=options.normalize,
+            externalize=options.externalize,
         )
-    assert replay_path
-    try:
-        policy = ReplayPolicy.from_environment(env)
-    except ValueError as exc:
-        names = "/".join(POLICY)
-        raise EnvironmentConfigError(f"{names}: {exc}") from None
-    hybrid = policy is not None and policy.hybrid
-    match = env.get("REWIND_MATCH") or ("parallel" if hybrid else "strict")
-    full = _flag(env, "REWIND_REQUIRE_FULL_CONSUMPTION")
-    break_at = _step(env, "REWIND_BREAK_AT")
-    fork_at = _step(env, "REWIND_FORK_AT")
-    save_as = env.get("REWIND_SAVE_AS") or None
-    edit_file = env.get("REWIND_EDIT") or None
-    fault = env.get("REWIND_FAULT") or None
-    network = env.get("REWIND_NETWORK") or "allow"
-    allow_hosts = [h.strip() for h in (env.get("REWIND_ALLOW_HOSTS") or "").split(",") if h.strip()]
-    try:
-        if fault is not None:
-            if policy is not None:
-                raise EnvironmentConfigError("REWIND_FAULT replays offline: it takes no REWIND_LIVE/REWIND_NEVER_LIVE")
-            from rewind.what_if.faults import fault_session
+    if options.kind == "replay":
+        return replay(
+            options.path,
+            require_full_consumption=options.require_full_consumption,
+            break_at=options.break_at,
+            network=options.network,
+            allow_hosts=options.allow_hosts,
+            save_as=options.save_as,
+            policy=options.policy,
+            tolerate_drift=options.tolerate_drift,
+            **common,
+        )
+    if options.kind == "refresh":
+        from rewind.what_if.refresh import refresh_session
 
+        assert options.save_as is not None
+        return refresh_session(options.path, save_as=options.save_as, **common)
+    assert options.kind in ("fork", "edit", "fault")
+    return _what_if_session(options, common)
+
+
+def _what_if_session(options: SessionOptions, common: dict[str, Any]) -> Session:
+    """A fork, an edited fork or a fault: their errors are about ``REWIND_EDIT``/``REWIND_FAULT``."""
+    from rewind.what_if.edits import EditError
+    from rewind.what_if.faults import FaultError, fault_session
+    from rewind.what_if.fork import edit_fork
+
+    try:
+        if options.kind == "fault":
+            assert options.fault is not None
             return fault_session(
-                replay_path,
-                fault,
-                match=match,
-                redact=redact,
-                normalize=normalize,
-                network=network,
-                allow_hosts=allow_hosts,
+                options.path, options.fault, network=options.network, allow_hosts=options.allow_hosts, **common
             )
-        if _flag(env, "REWIND_REFRESH"):
-            if save_as is None or fork_at is not None or edit_file is not None:
-                raise EnvironmentConfigError(
-                    "REWIND_REFRESH needs REWIND_SAVE_AS (where the refreshed run goes) and no REWIND_FORK_AT "
-                    "or REWIND_EDIT (a refresh goes live where the run first diverges)"
-                )
-            from rewind.what_if.refresh import refresh_session
-
-            return refresh_session(replay_path, save_as=save_as, match=match, redact=redact, normalize=normalize)
-        if fork_at is None:
-            if save_as is not None and not hybrid:
-                raise EnvironmentConfigError(
-                    "REWIND_SAVE_AS needs REWIND_FORK_AT (the step where the run goes live) "
-                    "or REWIND_LIVE (a hybrid run)"
-                )
-            if edit_file is not None:
-                raise EnvironmentConfigError("REWIND_EDIT needs REWIND_FORK_AT (the step to edit)")
-            return replay(
-                replay_path,
-                match=match,
-                require_full_consumption=full,
-                break_at=break_at,
-                redact=redact,
-                normalize=normalize,
-                network=network,
-                allow_hosts=allow_hosts,
-                save_as=save_as,
-                policy=policy,
-                tolerate_drift=_flag(env, "REWIND_TOLERATE_DRIFT"),
-            )
-        for name, value in (("REWIND_REQUIRE_FULL_CONSUMPTION", full), ("REWIND_BREAK_AT", break_at)):
-            if value:
-                raise EnvironmentConfigError(f"{name} applies to a plain replay, not to REWIND_FORK_AT")
-        if edit_file is not None:
-            from rewind.what_if import load_edit_file
-            from rewind.what_if.fork import edit_fork
-
+        assert options.fork_at is not None
+        if options.kind == "edit":
             return edit_fork(
-                replay_path,
-                at=fork_at,
-                edit=load_edit_file(edit_file),
-                then=env.get("REWIND_THEN") or "live",
-                match=match,
-                save_as=save_as,
-                redact=redact,
-                normalize=normalize,
-                source=edit_file,
-                policy=policy,
+                options.path,
+                at=options.fork_at,
+                edit=options.edit,
+                then=options.then,
+                save_as=options.save_as,
+                source=options.edit_file,
+                policy=options.policy,
+                **common,
             )
-        return fork(
-            replay_path, at=fork_at, match=match, save_as=save_as, redact=redact, normalize=normalize, policy=policy
-        )
-    except ValueError as exc:  # an unknown REWIND_MATCH strategy, a bad edit or fault
-        from rewind.what_if import EditError
-        from rewind.what_if.faults import FaultError
-
-        if isinstance(exc, (EditError, FaultError)):
-            raise EnvironmentConfigError(str(exc)) from None
-        text = str(exc)
-        name = (
-            "REWIND_NETWORK" if "network=" in text
-            else "REWIND_THEN" if "then=" in text
-            else "REWIND_LIVE" if "live" in text
-            else "REWIND_MATCH"
-        )  # fmt: skip
-        raise EnvironmentConfigError(f"{name}: {exc}") from None
-
-
-def _meta(env: Mapping[str, str]) -> dict[str, Any] | None:
-    raw = env.get("REWIND_META")
-    if not raw:
-        return None
-    try:
-        meta = json.loads(raw)
-    except ValueError as exc:
-        raise EnvironmentConfigError(f"REWIND_META must be a JSON object ({exc})") from None
-    if not isinstance(meta, dict):
-        raise EnvironmentConfigError("REWIND_META must be a JSON object")
-    return meta
-
-
-def _flag(env: Mapping[str, str], name: str, *, default: bool = False) -> bool:
-    raw = env.get(name)
-    value = (raw or "").strip().lower()
-    if not value:
-        return default
-    if value in TRUTHY:
-        return True
-    if value in FALSY:
-        return False
-    raise EnvironmentConfigError(f"{name} must be 1 or 0, not {raw!r}")
-
-
-def _status_file(env: Mapping[str, str]) -> str | None:
-    """``REWIND_STATUS_FILE``, checked now: at exit a directory would be ignored and a FIFO would hang."""
-    path = env.get("REWIND_STATUS_FILE") or None
-    if path is None:
-        return None
-    try:
-        kind = file_kind(os.stat(path).st_mode)
-    except OSError:
-        kind = None  # written at exit: a folder that is missing then is reported then
-    if kind is not None:
-        raise EnvironmentConfigError(f"REWIND_STATUS_FILE={path} is {kind}; name a file to write the summary to")
-    return path
-
-
-def _step(env: Mapping[str, str], name: str, *, minimum: int = 0) -> int | None:
-    raw = env.get(name)
-    if not raw:
-        return None
-    try:
-        value = int(raw)
-    except ValueError:
-        value = minimum - 1
-    if value < minimum:
-        raise EnvironmentConfigError(f"{name} must be a whole number >= {minimum}, not {raw!r}")
-    return value
-
-
-def _callable(env: Mapping[str, str], name: str) -> Callable[[Any], Any] | None:
-    """Import ``module:attribute`` named by ``name`` (the working directory is searched too)."""
-    spec = env.get(name)
-    if not spec:
-        return None
-    return import_callable(spec, name)
-
-
-def import_callable(spec: str, name: str) -> Callable[[Any], Any]:
-    """The function ``module:attribute`` names; ``name`` (a variable, an option) says who asked."""
-    module_name, _, attribute = spec.partition(":")
-    if not module_name or not attribute:
-        raise EnvironmentConfigError(f"{name} must be module:function, not {spec!r}")
-    # At interpreter start-up the script's folder is not on sys.path yet.
-    cwd = os.getcwd()
-    added = cwd not in sys.path
-    if added:
-        sys.path.append(cwd)
-    try:
-        target: Any = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            target = getattr(target, part)
-    except (ImportError, AttributeError) as exc:
-        raise EnvironmentConfigError(f"{name}={spec}: cannot import it ({exc})") from None
-    finally:
-        if added:
-            sys.path.remove(cwd)
-    if not callable(target):
-        raise EnvironmentConfigError(f"{name}={spec} is a {type(target).__name__}, not a function")
-    return target
+    except (EditError, FaultError) as exc:  # the step the edit or the fault names does not fit it
+        raise EnvironmentConfigError(str(exc)) from None
+    return fork(options.path, at=options.fork_at, save_as=options.save_as, policy=options.policy, **common)
 
 
 def start_from_environment() -> Session | None:
@@ -365,28 +187,25 @@ def start_from_environment() -> Session | None:
         if owned_elsewhere():
             _started = True
             return None
-        status_file = None
-        if _target(os.environ):
-            # Read at exit: a bad value found only then would be a traceback and status 0.
-            _flag(os.environ, "REWIND_QUIET")
-            _flag(os.environ, "REWIND_EXIT_ON_DIVERGENCE", default=True)
-            status_file = _status_file(os.environ)
-        session = session_from_environment()
+        # REWIND_QUIET & co. are read at exit: checked now, where a bad value stops the program.
+        at_exit = parse_exit(os.environ) if target(os.environ) else ExitOptions()
+        options = parse_session(os.environ)
+        session = None if options is None else session_from_options(options)
         _started = True
         if session is None:
             return None
         if session.mode == "replay":
             placeholder_keys.fill()  # SDK clients refuse to construct without a key, even offline
         # Hints name the CLI's options under `rewind replay`, the variables otherwise.
-        dialect.CURRENT.set("cli" if status_file else "env")
+        dialect.CURRENT.set("cli" if at_exit.status_file else "env")
         session.__enter__()
         _session = session
-        os.environ[OWNER] = session_owner.claim(_target(os.environ))
+        os.environ[OWNER] = session_owner.claim(target(os.environ))
     # weakref.finalize closes the trace file's read handles from an atexit hook it registers
     # on first use. Registering it now makes it run after _finish (atexit is last-in,
     # first-out), which still reads recorded steps back from the file.
     weakref.finalize(_finish, int)
-    atexit.register(_finish, session, status_file)
+    atexit.register(_finish, session, at_exit)
     return session
 
 
@@ -425,7 +244,8 @@ def fail_start(exc: BaseException) -> None:
     os._exit(2)  # still inside interpreter start-up: nothing to clean up yet
 
 
-def _finish(session: Session, status_file: str | None = None) -> None:
+def _finish(session: Session, at_exit: ExitOptions) -> None:
+    status_file = at_exit.status_file
     status: dict[str, Any] = {"mode": session.mode, "path": session.path}
     failure: str | None = None
     # At exit a warning's source line (this function) tells the user nothing: say it plainly.
@@ -470,7 +290,7 @@ def _finish(session: Session, status_file: str | None = None) -> None:
     status["recorded"] = len(session.new_events)
     status["failed"] = failed
     status["error"] = failure
-    if failure and session.mode != "record" and not status_file:
+    if failure and session.mode != "record" and not status_file and at_exit.exit_on_divergence:
         _fail_exit_status()
     if session.mode == "record" and not session.new_events:
         status.update(_nothing_recorded(session.path))
@@ -486,7 +306,7 @@ def _finish(session: Session, status_file: str | None = None) -> None:
     if failure and not ended_program:
         sys.stderr.write(failure if failure.startswith("rewind:") else f"rewind: {failure}")
         sys.stderr.write("\n")
-    elif not failure and not _flag(os.environ, "REWIND_QUIET"):
+    elif not failure and not at_exit.quiet:
         # The line `rewind record|replay` prints, so a zero-code run says what it did too.
         sys.stderr.write(_summary_line(session, status) + "\n")
 
@@ -496,11 +316,6 @@ def _fail_exit_status() -> None:
     global exit_status
     if getattr(sys, "last_value", None) is not None:
         return  # it died of an exception: its status is 1 already
-    try:
-        if not _flag(os.environ, "REWIND_EXIT_ON_DIVERGENCE", default=True):
-            return
-    except EnvironmentConfigError:
-        pass  # checked at start-up; changed since: fail safe
     exit_status = 1
     if not exit_status_applied_late:
         apply_exit_status()  # no start-up hook to do it after the other exit handlers
@@ -521,6 +336,8 @@ def apply_exit_status() -> None:
         except Exception:
             pass
     os._exit(exit_status)
+
+
 def _nothing_recorded(path: str) -> dict[str, str]:
     """Why a recording holds no step: ``{"incomplete": ...}`` when the program died before its
     first call (the trace is marked so), else ``{"nothing": ...}`` (rewind.nothing_recorded)."""
