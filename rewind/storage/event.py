@@ -276,6 +276,7 @@ class Event:
 
 
 def dumps_line(data: Mapping[str, Any]) -> bytes:
+    """The writer's spelling of one trace line (compact, UTF-8, keys in insertion order)."""
     fast = fast_dumps(data)
     if fast is not None:
         return fast

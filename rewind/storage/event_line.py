@@ -53,6 +53,7 @@ class _Incomplete(Exception):
 
 
 def read_body(source: LineSource, offset: int, length: int) -> dict[str, Any]:
+    """Every body field of the line at ``offset``, blobs restored, checked strictly."""
     raw = source.read(offset, length)
     try:
         parsed = body_fields(raw)
@@ -214,6 +215,8 @@ def check_fields(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_head(source: LineSource, offset: int, length: int) -> dict[str, Any]:
+    """The body fields before the request of the line at ``offset`` (its first
+    ``HEAD_PREFIX`` bytes when they hold them), blobs restored."""
     size = min(length, HEAD_PREFIX)
     raw = source.read(offset, size)
     try:
@@ -287,6 +290,7 @@ def _whole_characters(chunk: bytes) -> bytes:
 
 
 def restore_fields(body: dict[str, Any], store: _blobs.BlobStore, cache: dict[str, Any] | None) -> dict[str, Any]:
+    """``body`` with its blob markers replaced by the values ``store`` holds."""
     return {key: _blobs.restore(value, store, cache) for key, value in body.items()}
 
 

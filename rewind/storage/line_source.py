@@ -14,6 +14,7 @@ import weakref
 
 from . import blobs as _blobs
 
+#: How much one read brings into memory ahead of the line asked for (see ``LineSource.read``).
 _WINDOW = 256 * 1024
 
 

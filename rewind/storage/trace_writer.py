@@ -41,6 +41,8 @@ def readable_depth(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def externalized_fields(data: dict[str, Any], store: _blobs.BlobStore | None, threshold: int | None) -> dict[str, Any]:
+    """An event's fields with payload leaves of ``threshold`` bytes or more moved into ``store``
+    (as blob markers); the fields themselves when the trace keeps payloads inline."""
     if store is None or threshold is None:
         return data
     return {
