@@ -12,7 +12,7 @@ import pytest
 
 import rewind
 from rewind.data.canonical import fingerprint, to_jsonable
-from rewind.storage import trace as trace_module
+from rewind.storage import trace_header
 from rewind.storage.archive import compact
 from rewind.storage.trace import Trace, TraceFormatError
 
@@ -222,7 +222,8 @@ def test_a_renamed_trace_still_finds_the_folder_its_header_names(trace_path: Pat
 
 def test_an_older_reader_refuses_v2_cleanly(trace_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     record_turns(trace_path, turns=1)
-    monkeypatch.setattr(trace_module, "SUPPORTED_VERSIONS", frozenset({1}))  # what a v1-only rewind knows
+    # What a v1-only rewind knows: patched where readers check headers (rewind.storage.trace re-exports it).
+    monkeypatch.setattr(trace_header, "SUPPORTED_VERSIONS", frozenset({1}))
     with pytest.raises(TraceFormatError, match=r"format v2, newer than this rewind reads \(v1\); upgrade"):
         Trace.open(trace_path)
 

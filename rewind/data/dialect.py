@@ -28,8 +28,10 @@ def _rules(dialect: Dialect) -> list[_Rule]:
             (re.compile(r"match='(\w+)'"), lambda m: f"--match {m.group(1)}"),
             (re.compile(r"require_full_consumption=True"), lambda m: "--require-full-consumption"),
             (re.compile(r"tolerate_drift=True"), lambda m: "--tolerate-drift"),
-            (re.compile(r"normalize=fn to record\(\) and replay\(\)"), lambda m: "--normalize MODULE:FUNCTION to "
-             "rewind record and rewind replay"),
+            (
+                re.compile(r"normalize=fn to record\(\) and replay\(\)"),
+                lambda m: "--normalize MODULE:FUNCTION to rewind record and rewind replay",
+            ),
             (re.compile(r"normalize=fn"), lambda m: "--normalize MODULE:FUNCTION"),
             (re.compile(r"rewind\.record\(path\)"), lambda m: "rewind record TRACE -- CMD"),
             (re.compile(r"rewind\.fork\(path, at=(\d+)\)"), lambda m: f"rewind replay --fork-at {m.group(1)}"),
@@ -39,8 +41,10 @@ def _rules(dialect: Dialect) -> list[_Rule]:
             (re.compile(r"match='(\w+)'"), lambda m: f"REWIND_MATCH={m.group(1)}"),
             (re.compile(r"require_full_consumption=True"), lambda m: "REWIND_REQUIRE_FULL_CONSUMPTION=1"),
             (re.compile(r"tolerate_drift=True"), lambda m: "REWIND_TOLERATE_DRIFT=1"),
-            (re.compile(r"normalize=fn to record\(\) and replay\(\)"), lambda m: "REWIND_NORMALIZE=module:function "
-             "when recording and replaying"),
+            (
+                re.compile(r"normalize=fn to record\(\) and replay\(\)"),
+                lambda m: "REWIND_NORMALIZE=module:function when recording and replaying",
+            ),
             (re.compile(r"normalize=fn"), lambda m: "REWIND_NORMALIZE=module:function"),
             (re.compile(r"rewind\.record\(path\)"), lambda m: "REWIND_RECORD=path"),
             (re.compile(r"rewind\.fork\(path, at=(\d+)\)"), lambda m: f"REWIND_FORK_AT={m.group(1)}"),

@@ -25,7 +25,9 @@ from rewind.data import safe_read as _safe
 from rewind.errors import TraceFormatError
 
 from . import blobs as _blobs
-from .trace import BLOBS_FORMAT_VERSION, PathLike, _check_header, _is_torn
+from .trace_header import BLOBS_FORMAT_VERSION, check_header
+from .trace_reader import is_torn
+from .trace_writer import PathLike
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 1 << 20
@@ -102,7 +104,7 @@ def _copy_complete_lines(fin: _Readable, fout: _Writable, path: str, limit: int 
         view = memoryview(chunk)
         fout.write(view[:cut])
         pending += view[cut:]
-    if pending and (not header_seen or not _is_torn(bytes(pending))):
+    if pending and (not header_seen or not is_torn(bytes(pending))):
         fout.write(pending)
 
 
@@ -138,7 +140,7 @@ def _read_header(path: str) -> dict[str, Any]:
         raise TraceFormatError(f"corrupt gzip archive ({exc})", path=path) from None
     if not first:
         raise TraceFormatError("empty file: no trace header", path=path, line=1)
-    return _check_header(first, path)
+    return check_header(first, path)
 
 
 def _carry_blobs(src: str, dst: str, header: dict[str, Any]) -> None:

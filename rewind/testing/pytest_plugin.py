@@ -8,16 +8,16 @@ Plain ``pytest`` replays each marked test's golden trace offline; ``pytest
 --rewind-record`` runs the marked tests live and rewrites their traces. The
 ``--rewind-record-mode`` option picks finer policies (``missing``, ``rewrite``).
 
-Registered through the ``pytest11`` entry point. Importing this module has no side
+What a marker asks for is read in ``rewind.testing.golden``, and the resilience helpers
+live in ``rewind.testing.resilience``; both are importable from here. Registered through
+the ``pytest11`` entry point. Importing this module has no side
 effects: sessions (and so any OpenTelemetry machinery) start only when a marked test
 runs.
 """
 
 from __future__ import annotations
 
-import inspect
 import os
-import re
 import shlex
 import shutil
 from collections import Counter
@@ -29,35 +29,25 @@ from typing import Any
 import pytest
 
 from rewind.engine import placeholder_keys
-from rewind.engine.network_guard import check_network
-from rewind.engine.policy import ReplayPolicy
-from rewind.engine.session import Normalizer, Redactor, Session, record, replay
+from rewind.engine.session import Session, record, replay
 from rewind.errors import DivergenceError, RewindError
-from rewind.matching import Matcher, resolve_matcher
+from rewind.matching import resolve_matcher
 from rewind.storage import scratch
 
+from .golden import (
+    FIXTURE,
+    MARKER,
+    MARKER_HELP,
+    RECORD_MODES,
+    GoldenTrace,
+    golden_trace,
+    records_live,
+    refreshes,
+)
+from .golden import parameter_path as parameter_path  # importable from here, as before the split
+from .resilience import assert_resilient, resilience_cases
+
 __all__ = ["RECORD_MODES", "GoldenTrace", "assert_resilient", "resilience_cases", "rewind_session"]
-
-MARKER = "rewind_trace"
-FIXTURE = "rewind_session"
-
-#: ``none`` replays only; ``missing`` records tests whose trace does not exist yet;
-#: ``all`` records every marked test and keeps the new trace when the test passes;
-#: ``rewrite`` deletes the trace first and keeps whatever the live run recorded;
-#: ``refresh`` replays each trace until its first divergence and records only the rest
-#: live, keeping the refreshed trace when the test passes (a missing trace is recorded).
-RECORD_MODES = ("none", "missing", "all", "rewrite", "refresh")
-
-_OPTIONS = (
-    "match='strict', normalize=None, redact=None, require_full_consumption=False, network='block', allow_hosts=(), "
-    "live=None, never_live=None, on_missing='error', model_map=None"
-)
-_MARKER_HELP = (
-    f"{MARKER}(path, *, {_OPTIONS}): "
-    "replay the test against the golden trace at path (relative to the test file); "
-    "pytest --rewind-record records it live; a replay blocks every non-loopback connection unless network='allow'"
-)
-
 
 # --------------------------------------------------------------------------- options
 
@@ -94,7 +84,7 @@ _MODE_KEY = pytest.StashKey[str]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", _MARKER_HELP)
+    config.addinivalue_line("markers", MARKER_HELP)
     flag = bool(config.getoption("rewind_record", False))
     mode = config.getoption("rewind_record_mode", None)
     if flag and mode not in (None, "all"):
@@ -140,128 +130,6 @@ def _uses_golden(module: pytest.Module) -> bool:
         return False
 
 
-# --------------------------------------------------------------------------- the marker
-
-
-@dataclass(frozen=True)
-class GoldenTrace:
-    """What one test's ``rewind_trace`` marker asks for, with its path resolved."""
-
-    path: Path
-    match: str | Matcher = "strict"
-    normalize: Normalizer | None = None
-    redact: Redactor | None = None
-    require_full_consumption: bool = False
-    #: A replay refuses every connection to a host other than loopback or ``allow_hosts``.
-    network: str = "block"
-    allow_hosts: tuple[str, ...] = ()
-    #: A hybrid replay's live calls and never_live calls (docs/hybrid.md).
-    policy: ReplayPolicy | None = None
-
-
-def _marker_signature(
-    path: str | os.PathLike[str],
-    *,
-    match: str | Matcher = "strict",
-    normalize: Normalizer | None = None,
-    redact: Redactor | None = None,
-    require_full_consumption: bool = False,
-    network: str = "block",
-    allow_hosts: tuple[str, ...] | list[str] = (),
-    live: list[str] | str | None = None,
-    never_live: list[str] | str | None = None,
-    on_missing: str = "error",
-    model_map: dict[str, str] | None = None,
-) -> None:
-    """The marker's call signature, used to validate its arguments."""
-
-
-_SIGNATURE = inspect.signature(_marker_signature)
-
-
-def golden_trace(item: pytest.Item) -> GoldenTrace | None:
-    """The golden trace the closest ``rewind_trace`` marker names, or ``None`` if unmarked.
-
-    Raises ``TypeError``/``ValueError`` for a malformed marker.
-    """
-    marker = item.get_closest_marker(MARKER)
-    if marker is None:
-        return None
-    try:
-        bound = _SIGNATURE.bind(*marker.args, **marker.kwargs)
-    except TypeError as exc:
-        raise TypeError(f"@pytest.mark.{MARKER}(path, *, {_OPTIONS}): {exc}") from None
-    args = bound.arguments
-    raw = args["path"]
-    if not isinstance(raw, (str, os.PathLike)) or not os.fspath(raw):
-        raise TypeError(f"@pytest.mark.{MARKER} needs a trace path as its first argument, not {raw!r}")
-    path = Path(os.path.expanduser(os.fspath(raw)))
-    if not path.is_absolute():
-        path = item.path.parent / path
-    if _shared_by_parameters(item, marker):
-        path = parameter_path(path, item.callspec.id)  # type: ignore[attr-defined]
-    consume = args.get("require_full_consumption", False)
-    if not isinstance(consume, bool):
-        raise TypeError(f"require_full_consumption= must be True or False, not {consume!r}")
-    for name in ("normalize", "redact"):
-        value = args.get(name)
-        if value is not None and not callable(value):
-            raise TypeError(f"{name}= must be a callable payload -> payload, not {type(value).__name__}")
-    policy = ReplayPolicy.of(
-        live=args.get("live"),
-        never_live=args.get("never_live"),
-        on_missing=args.get("on_missing", "error"),
-        model_map=args.get("model_map"),
-    )
-    hybrid = policy.hybrid
-    # A hybrid replay's live calls reach their services: the network stays open unless asked.
-    network = args.get("network", "allow" if hybrid else "block")
-    allow_hosts = args.get("allow_hosts", ())
-    check_network(network, allow_hosts)
-    return GoldenTrace(
-        path=path,
-        policy=policy if policy != ReplayPolicy() else None,
-        match=args.get("match", "parallel" if hybrid else "strict"),
-        normalize=args.get("normalize"),
-        redact=args.get("redact"),
-        require_full_consumption=consume,
-        network=network,
-        allow_hosts=tuple(allow_hosts),
-    )
-
-
-def _shared_by_parameters(item: pytest.Item, marker: pytest.Mark) -> bool:
-    """A marker on a parametrized test itself (not on one ``pytest.param``): each parameter
-    then needs its own trace, or every recording would overwrite the last."""
-    callspec = getattr(item, "callspec", None)
-    if callspec is None or not callspec.id:
-        return False
-    return not any(mark is marker or mark == marker for mark in callspec.marks)
-
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._+=-]+")
-
-
-def parameter_path(path: Path, param_id: str) -> Path:
-    """``traces/weather.rewind`` + id ``paris`` -> ``traces/weather-paris.rewind`` (``.gz`` kept)."""
-    safe = _UNSAFE.sub("_", param_id).strip("_") or "param"
-    name = path.name
-    for suffix in (".rewind.gz", ".rewind", ".gz"):
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return path.with_name(f"{name[: -len(suffix)]}-{safe}{suffix}")
-    return path.with_name(f"{name}-{safe}")
-
-
-def _records(mode: str, trace: GoldenTrace) -> bool:
-    if mode in ("missing", "refresh"):
-        return not trace.path.exists()
-    return mode in ("all", "rewrite")
-
-
-def _refreshes(mode: str, trace: GoldenTrace) -> bool:
-    return mode == "refresh" and trace.path.exists()
-
-
 # --------------------------------------------------------------------------- collection
 
 _DUPLICATE_KEY = pytest.StashKey[str]()
@@ -283,7 +151,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             trace = golden_trace(item)
         except (TypeError, ValueError):
             continue  # reported when the test sets up
-        if trace is not None and (_records(mode, trace) or _refreshes(mode, trace)):
+        if trace is not None and (records_live(mode, trace) or refreshes(mode, trace)):
             recorders.setdefault(trace.path.resolve(), []).append(item)
     for path, group in recorders.items():
         if len(group) < 2:
@@ -400,8 +268,8 @@ def _plan(item: pytest.Item) -> _Run:
             f"@pytest.mark.{MARKER}('traces/{getattr(item, 'originalname', item.name)}.rewind')."
         )
     mode = record_mode(item.config)
-    recording = _records(mode, trace)
-    refreshing = _refreshes(mode, trace)
+    recording = records_live(mode, trace)
+    refreshing = refreshes(mode, trace)
     target = trace.path
     if refreshing or (recording and (mode != "rewrite" or trace.path.name.endswith(".gz"))):
         target = _scratch_path(trace.path)
@@ -664,66 +532,3 @@ class _Summary:
             if info.get("outcome") in ("recorded", "kept", "discarded", "skipped", "refreshed", "unrefreshed"):
                 detail = f" ({info['detail']})" if info.get("detail") else ""
                 terminalreporter.write_line(f"  {_LABELS[info['outcome']]}: {info.get('trace')}{detail}")
-
-
-# --------------------------------------------------------------------------- resilience tests
-
-
-def resilience_cases(
-    path: str | os.PathLike[str],
-    *,
-    faults: list[str] | tuple[str, ...] | None = None,
-    steps: list[int] | tuple[int, ...] | None = None,
-    seed: int = 0,
-    max_runs: int | None = None,
-    retry_after: str = "1",
-) -> list[Any]:
-    """One ``pytest.param`` per mutation of the golden trace at ``path`` (see ``rewind.what_if``).
-
-        @pytest.mark.parametrize("mutation", resilience_cases(HERE / "golden.rewind", faults=["rate_limit"]))
-        def test_agent_survives(mutation):
-            assert_resilient(mutation, run_agent)
-
-    The same trace and seed give the same cases and ids (``step3-rate_limit``). A trace
-    that does not exist yet gives one skipped case saying so.
-    """
-    from rewind.what_if.mutate import plan
-
-    target = Path(os.fspath(path))
-    if not target.exists():
-        reason = f"rewind: the golden trace {target} does not exist yet; record it first"
-        return [pytest.param(None, id="no-golden-trace", marks=pytest.mark.skip(reason=reason))]
-    mutations = plan(target, faults=faults, steps=steps, seed=seed, max_runs=max_runs, retry_after=retry_after)
-    return [pytest.param(mutation, id=mutation.id) for mutation in mutations]
-
-
-def assert_resilient(
-    mutation: Any,
-    agent: Any,
-    *,
-    allow: tuple[str, ...] = ("same", "different"),
-    timeout: float = 30.0,
-    live: bool = False,
-) -> Any:
-    """Run ``agent`` under ``mutation``; fail the test unless the outcome is in ``allow``.
-
-    Returns the ``Result``. The reference answer is the unmutated replay's, computed once
-    per trace and agent.
-    """
-    from rewind.what_if.mutate import baseline, run_mutation
-
-    key = (mutation.trace, id(agent))
-    expected = _BASELINES.get(key, _NO_BASELINE)
-    if expected is _NO_BASELINE:
-        expected = _BASELINES[key] = baseline(mutation.trace, agent, timeout=timeout)
-    result = run_mutation(mutation, agent, expected=expected, timeout=timeout, live=live)
-    if result.outcome not in allow:
-        raise _fail(
-            f"rewind: with {mutation.fault} injected at step {mutation.step} ({mutation.kind} {mutation.name}) "
-            f"the agent {result.describe()} (allowed: {', '.join(allow)})"
-        )
-    return result
-
-
-_NO_BASELINE: Any = object()
-_BASELINES: dict[tuple[str, int], Any] = {}
