@@ -95,14 +95,18 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'rewind' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(module), name)
+    module = _LAZY.get(name)
+    if module is not None:
+        value = getattr(importlib.import_module(module), name)
+    elif f"rewind.{name}" in _moved.MOVED:  # ``rewind.archive.compact(...)`` from before the folders
+        value = importlib.import_module(f"rewind.{name}")
+    else:
+        raise AttributeError(f"module 'rewind' has no attribute {name!r}")
     globals()[name] = value
     return value
+
 
 __all__ = [
     "Call",

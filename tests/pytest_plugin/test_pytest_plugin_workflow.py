@@ -55,8 +55,8 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
 def _assert_clean_report(output: str) -> None:
     """A rewind failure reads as an explanation, not as rewind's internal traceback."""
     assert "Traceback" not in output
-    assert "rewind/core.py" not in output
-    assert "rewind/pytest_plugin.py" not in output
+    assert "rewind/engine/core.py" not in output
+    assert "rewind/testing/pytest_plugin.py" not in output
 
 
 # --------------------------------------------------------------------------- record, replay
@@ -609,7 +609,7 @@ def test_loading_the_plugin_starts_no_opentelemetry(project: pytest.Pytester) ->
 
 
         def test_nothing_started():
-            assert "rewind.pytest_plugin" in sys.modules
+            assert "rewind.testing.pytest_plugin" in sys.modules
             from rewind.telemetry import TRACERS
 
             assert TRACERS._private is None
