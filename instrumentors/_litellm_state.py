@@ -133,6 +133,28 @@ def secret_values(kwargs: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(s for s in found if len(s) >= 8)  # short values would blank common words
 
 
+class CallCredentials:
+    """A litellm call's credentials, where ``client_credentials`` looks for a client's.
+
+    litellm takes its keys as call keywords (``api_key=``, ``aws_secret_access_key=``,
+    ``extra_headers=`` …), not from a client object: without this, an error that quotes
+    the key it was given (``Incorrect API key provided: sk-…``) reaches the call's span as
+    it is, though the step's record is scrubbed (``secret_values``).
+    """
+
+    __slots__ = ("client", "default_headers")
+
+    def __init__(self, instance: Any, kwargs: Mapping[str, Any]) -> None:
+        self.client = instance  # a Router's own keys, if it keeps any
+        given: dict[str, str] = {}
+        for key, value in kwargs.items():
+            if key in ("extra_headers", "headers") and isinstance(value, Mapping):
+                given.update((str(k), v) for k, v in value.items() if isinstance(v, str))
+            elif isinstance(key, str) and isinstance(value, str) and _SECRET_NAME.search(key):
+                given[key] = value
+        self.default_headers = given  # kept by name: only credential-named entries count
+
+
 def scrub(value: Any, secrets: frozenset[str]) -> Any:
     """``value`` with every string that contains one of ``secrets`` replaced."""
     if isinstance(value, str):

@@ -52,6 +52,7 @@ from ._kit import Kit
 from ._litellm_faults import litellm_faults
 from ._litellm_state import REQUEST_ECHOES as REQUEST_ECHOES
 from ._litellm_state import (
+    CallCredentials,
     clean_hidden,
     not_the_request,
     private_state,
@@ -242,6 +243,7 @@ class LiteLLMProvider(OpenAICompatibleProvider, NativeProvider):
         return rows
 
     def invocation(self, surface: Surface, call: Any, instance: Any, kwargs: Mapping[str, Any]) -> _Invocation:
+        call.credential_source = CallCredentials(instance, kwargs)  # read only if the call fails
         return LiteLLMInvocation(surface, call, instance, kwargs)
 
     # -- identity -----------------------------------------------------------------------
