@@ -159,6 +159,7 @@ class BedrockProvider(Provider):
         return wrapper
 
     def invocation(self, surface: Surface, call: Any, instance: Any, kwargs: Mapping[str, Any]) -> _Invocation:
+        call.credential_source = _SignerCredentials(instance)  # read only if the call fails
         return _BedrockInvocation(surface, call, instance, kwargs)
 
     # -- identity and telemetry -----------------------------------------------------
@@ -320,6 +321,41 @@ def _replayed_metadata(event: Any) -> dict[str, Any]:
     if isinstance(kept, Mapping):
         return {k: (dict(v) if isinstance(v, Mapping) else v) for k, v in kept.items()}
     return _metadata(event.get("request_id"))
+
+
+class _SignerCredentials:
+    """A botocore client's credentials, where ``client_credentials`` looks for an SDK client's.
+
+    botocore keeps them on the client's request signer, not where the HTTP SDKs keep an
+    API key: without this, an error that quotes the session token the request carried
+    (``X-Amz-Security-Token``), the secret key or a Bedrock API key given in code reaches
+    the trace and the span as it is (the environment's are removed anyway). Read when the
+    call has failed, from the fields themselves: a refreshable credential is never refreshed.
+    """
+
+    __slots__ = ("_boto",)
+
+    def __init__(self, client: Any) -> None:
+        self._boto = client
+
+    def _field(self, owner: str, *names: str) -> Any:
+        signer = getattr(self._boto, "_request_signer", None)
+        fields = getattr(getattr(signer, owner, None), "__dict__", None) or {}
+        return next((fields[name] for name in names if isinstance(fields.get(name), str)), None)
+
+    @property
+    def token(self) -> Any:  # the session token
+        return self._field("_credentials", "token", "_token")
+
+    @property
+    def api_key(self) -> Any:  # the secret access key (never sent, but no error should carry it)
+        return self._field("_credentials", "secret_key", "_secret_key")
+
+    @property
+    def bearer_token(self) -> Any:  # a Bedrock API key given in code (FrozenAuthToken)
+        signer = getattr(self._boto, "_request_signer", None)
+        token = getattr(getattr(signer, "_auth_token", None), "token", None)
+        return token if isinstance(token, str) else None
 
 
 class _BedrockInvocation(_Invocation):
