@@ -20,7 +20,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,7 @@ from rewind.matching.similarity import lexical_similarity
 from rewind.storage.trace import Event, PathLike, Trace
 
 from .preview import answer_text, clip, compact, outcome, pretty
+from .stored_body import body_key, keys_available
 
 EQUAL = "equal"
 CHANGED = "changed"
@@ -197,20 +198,44 @@ class TraceDiff:
 
 
 class _Side:
-    """Per-step identity and content signatures for one trace, computed once."""
+    """One trace's steps and their content signatures, each computed on first need.
 
-    def __init__(self, trace: Trace, exact: bool) -> None:
+    A step's signature (its masked request and outcome, hashed) costs a parse, a mask
+    and a canonical dump of its whole body; most steps of two related runs are equal,
+    and equal stored bytes prove that without any of it (``stored_body``). So the
+    signatures are only computed for steps whose stored bytes have no twin on the
+    other side at the position being compared.
+    """
+
+    def __init__(self, trace: Trace, exact: bool, shared: dict[bytes, tuple[str, str]]) -> None:
         self.events: list[Event] = list(trace.events)
         self.keys = [(e.kind, e.name) for e in self.events]
         self.exact = exact
         self._texts: dict[str, str] = {}  # masked strings, see _mask
-        self.requests: list[str] = []
-        self.outcomes: list[str] = []
-        for event in self.events:
-            request, result = self.views(event)
-            self.requests.append(event.fingerprint if exact else _digest(request))
-            self.outcomes.append(_digest(result))
-        self.sigs = [f"{r}:{o}" for r, o in zip(self.requests, self.outcomes)]
+        stored = keys_available(trace)
+        self.raw: list[bytes | None] = [body_key(e, with_fingerprint=exact) if stored else None for e in self.events]
+        # Signatures by body key, shared by both sides: a body seen twice is hashed once.
+        self._shared = shared
+        self._parts: list[tuple[str, str] | None] = [None] * len(self.events)
+
+    def parts(self, index: int) -> tuple[str, str]:
+        """The request and outcome signatures of step ``index``."""
+        parts = self._parts[index]
+        if parts is None:
+            raw = self.raw[index]
+            parts = self._shared.get(raw) if raw is not None else None
+            if parts is None:
+                event = self.events[index]
+                request, result = self.views(event)
+                parts = (event.fingerprint if self.exact else _digest(request), _digest(result))
+                if raw is not None:
+                    self._shared[raw] = parts
+            self._parts[index] = parts
+        return parts
+
+    def sig(self, index: int) -> str:
+        request, result = self.parts(index)
+        return f"{request}:{result}"
 
     def views(self, event: Event) -> tuple[Any, Any]:
         # A lazily opened step would parse its line for each part read; a hydrated copy
@@ -231,6 +256,14 @@ class _Side:
         return _mask(event.request, provider=provider, texts=texts), _mask(result, provider=provider, texts=texts)
 
 
+def _same(side_a: _Side, i: int, side_b: _Side, j: int) -> bool:
+    """Whether step ``i`` of A and step ``j`` of B have the same request and outcome."""
+    raw = side_a.raw[i]
+    if raw is not None and raw == side_b.raw[j]:
+        return True
+    return side_a.parts(i) == side_b.parts(j)
+
+
 def _digest(value: Any) -> str:
     return hashlib.sha256(canonical_json(value).encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
@@ -243,7 +276,8 @@ def diff_traces(a: Trace | PathLike, b: Trace | PathLike, *, exact: bool = False
     """
     trace_a = a if isinstance(a, Trace) else Trace.open(a)
     trace_b = b if isinstance(b, Trace) else Trace.open(b)
-    side_a, side_b = _Side(trace_a, exact), _Side(trace_b, exact)
+    shared: dict[bytes, tuple[str, str]] = {}
+    side_a, side_b = _Side(trace_a, exact, shared), _Side(trace_b, exact, shared)
     entries = [_entry(side_a, side_b, i, j) for i, j in _align(side_a, side_b)]
     notes = []
     for label, trace in (("A", trace_a), ("B", trace_b)):
@@ -273,12 +307,13 @@ def _entry(side_a: _Side, side_b: _Side, i: int | None, j: int | None) -> DiffEn
         event = side_a.events[i]
         return DiffEntry(DELETED, event, None, 0.0, event.seq)
     ea, eb = side_a.events[i], side_b.events[j]
-    if side_a.sigs[i] == side_b.sigs[j]:
+    if _same(side_a, i, side_b, j):
         return DiffEntry(EQUAL, ea, eb, 1.0, ea.seq)
+    (request_a, outcome_a), (request_b, outcome_b) = side_a.parts(i), side_b.parts(j)
     changes: list[str] = []
-    if side_a.requests[i] != side_b.requests[j]:
+    if request_a != request_b:
         changes.append("request")
-    if side_a.outcomes[i] != side_b.outcomes[j]:
+    if outcome_a != outcome_b:
         if ea.ok != eb.ok:
             changes.append("outcome")
         else:
@@ -307,21 +342,24 @@ def percent(similarity: float) -> str:
 
 def _align(side_a: _Side, side_b: _Side) -> list[tuple[int | None, int | None]]:
     n, m = len(side_a.events), len(side_b.events)
-    ka, kb, sa, sb = side_a.keys, side_b.keys, side_a.sigs, side_b.sigs
+    ka, kb = side_a.keys, side_b.keys
     # Identical heads and tails pair up directly; only the middle needs aligning.
     head = 0
-    while head < n and head < m and ka[head] == kb[head] and sa[head] == sb[head]:
+    while head < n and head < m and ka[head] == kb[head] and _same(side_a, head, side_b, head):
         head += 1
     tail = 0
     while tail < min(n, m) - head:
         x, y = n - 1 - tail, m - 1 - tail
-        if ka[x] != kb[y] or sa[x] != sb[y]:
+        if ka[x] != kb[y] or not _same(side_a, x, side_b, y):
             break
         tail += 1
     pairs: list[tuple[int | None, int | None]] = [(k, k) for k in range(head)]
     middle_a = range(head, n - tail)
     middle_b = range(head, m - tail)
     if len(middle_a) * len(middle_b) <= _DP_LIMIT:
+        # Signatures only where the exact alignment weighs them: the middle.
+        sa = {i: side_a.sig(i) for i in middle_a}
+        sb = {j: side_b.sig(j) for j in middle_b}
         pairs.extend(_lcs(middle_a, middle_b, ka, kb, sa, sb))
     else:
         pairs.extend(_blocks(middle_a, middle_b, ka, kb))
@@ -330,7 +368,7 @@ def _align(side_a: _Side, side_b: _Side) -> list[tuple[int | None, int | None]]:
 
 
 def _lcs(
-    ra: range, rb: range, ka: Sequence[Any], kb: Sequence[Any], sa: Sequence[str], sb: Sequence[str]
+    ra: range, rb: range, ka: Sequence[Any], kb: Sequence[Any], sa: Mapping[int, str], sb: Mapping[int, str]
 ) -> Iterator[tuple[int | None, int | None]]:
     """Weighted LCS: an identical pair scores 2, a pair sharing only kind and name 1."""
     n, m = len(ra), len(rb)
