@@ -18,9 +18,10 @@ like uuids, timestamps and provider ids), so ``equal`` means "the same behaviour
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -155,6 +156,56 @@ class DiffEntry:
         if len(self.changes) == 1:
             return "the request changed, the outcome did not"
         return "the request changed, and so did the outcome"
+
+
+class _ScoredOnRead(DiffEntry):
+    """A changed row whose similarity is scored when first read.
+
+    Scoring a pair walks both whole payloads; a long diff shows only some of its rows
+    (and a caller that wants the alignment alone shows none), so the score waits until
+    someone reads it. Behaves as the ``DiffEntry`` it stands for: same fields, equality,
+    hash and pickled form.
+    """
+
+    def __init__(
+        self,
+        op: str,
+        a: Event | None,
+        b: Event | None,
+        similarity: float | Callable[[], float],
+        step: int,
+        changes: tuple[str, ...] = (),
+    ) -> None:
+        for name, value in (("op", op), ("a", a), ("b", b), ("step", step), ("changes", changes)):
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_similarity", similarity)
+
+    @property
+    def similarity(self) -> float:
+        value = self.__dict__["_similarity"]
+        if callable(value):
+            value = value()
+            object.__setattr__(self, "_similarity", value)
+        return float(value)
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.op, self.a, self.b, self.similarity, self.step, self.changes)
+
+    # A dataclass compares only instances of its own class; this row equals the plain
+    # DiffEntry it stands for.
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DiffEntry):
+            return NotImplemented
+        return self._fields() == (other.op, other.a, other.b, other.similarity, other.step, other.changes)
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (DiffEntry, self._fields())
+
+    def __repr__(self) -> str:
+        return repr(DiffEntry(*self._fields()))
 
 
 @dataclass
@@ -320,7 +371,8 @@ def _entry(side_a: _Side, side_b: _Side, i: int | None, j: int | None) -> DiffEn
             changes.append("response" if ea.ok else "error")
     if not changes:  # exact mode: same fingerprint and outcome, but a redacted/stored request differs
         changes.append("request")
-    return DiffEntry(CHANGED, ea, eb, _similarity(side_a, side_b, ea, eb), ea.seq, tuple(changes))
+    score = functools.partial(_similarity, side_a, side_b, ea, eb)
+    return _ScoredOnRead(CHANGED, ea, eb, score, ea.seq, tuple(changes))
 
 
 def _similarity(side_a: _Side, side_b: _Side, ea: Event, eb: Event) -> float:
