@@ -20,7 +20,6 @@ from __future__ import annotations
 import difflib
 import functools
 import hashlib
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +30,8 @@ from rewind.inspection.provenance import edit_provenance, hybrid_provenance
 from rewind.matching.similarity import lexical_similarity
 from rewind.storage.trace import Event, PathLike, Trace
 
+from .diff_mask import mask as _mask
+from .diff_mask import same_json
 from .preview import answer_text, clip, compact, outcome, pretty
 from .stored_body import body_key, keys_available
 
@@ -45,64 +46,6 @@ _COLOR = {CHANGED: "33", DELETED: "31", INSERTED: "32"}
 # Beyond this many cells the exact alignment gets slow in pure Python; difflib's
 # matching-blocks alignment (close to LCS in practice) takes over.
 _DP_LIMIT = 2_000_000
-
-# -- masking per-run values ---------------------------------------------------------
-
-_DROPPED_KEYS = frozenset({"usage", "usage_metadata", "usageMetadata", "system_fingerprint", "service_tier"})
-_TIME_KEYS = frozenset({"created", "created_at", "completed_at", "ts", "timestamp"})
-_VOLATILE_WHOLE = re.compile(
-    r"""^(
-        [0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}   # uuid
-      | \d{4}-\d{2}-\d{2}[T\s]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?      # iso time
-      | [0-9a-fA-F]{16,}                                                              # hex id
-      | [A-Za-z]+(?:[_-][A-Za-z]+)*[_-](?=[A-Za-z]*\d)[A-Za-z0-9]{12,}               # call_x1…, chatcmpl-…
-      | [A-Z][a-z]{2},\s\d{2}\s[A-Z][a-z]{2}\s\d{4}\s\d{2}:\d{2}:\d{2}\sGMT               # HTTP Date header
-    )$""",
-    re.VERBOSE,
-)
-_VOLATILE_INSIDE = re.compile(
-    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-    r"|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?"
-)
-
-
-def _is_id_key(key: str | None) -> bool:
-    return key is not None and (key == "id" or key.endswith("_id"))
-
-
-def _mask(value: Any, key: str | None = None, *, provider: bool = False, texts: dict[str, str] | None = None) -> Any:
-    """``value`` with per-run values replaced by placeholders.
-
-    ``provider`` marks an llm payload, where string ``id``/``*_id`` fields (response,
-    message, tool-call ids) are minted by the provider per call; in tool and memory
-    payloads an ``id`` may be real data, so only id-shaped strings are masked there.
-    ``texts`` caches each string's masked form: an agent re-sends its history on every
-    call, so a diff of a long run meets the same messages many times, and the patterns
-    are most of its cost.
-    """
-    if isinstance(value, dict):
-        return {k: _mask(v, k, provider=provider, texts=texts) for k, v in value.items() if k not in _DROPPED_KEYS}
-    if isinstance(value, list):
-        return [_mask(v, provider=provider, texts=texts) for v in value]
-    if isinstance(value, str):
-        if provider and _is_id_key(key):
-            return "<id>"
-        if texts is not None:
-            masked = texts.get(value)
-            if masked is None:
-                masked = texts[value] = _mask_text(value)
-            return masked
-        return _mask_text(value)
-    if key in _TIME_KEYS and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return "<time>"
-    return value
-
-
-def _mask_text(value: str) -> str:
-    if _VOLATILE_WHOLE.match(value):
-        return "<id>"
-    return _VOLATILE_INSIDE.sub("<time/id>", value)
-
 
 # -- public types -------------------------------------------------------------------
 
@@ -288,18 +231,28 @@ class _Side:
         request, result = self.parts(index)
         return f"{request}:{result}"
 
+    def compare(self, index: int, other: _Side, other_index: int) -> tuple[bool, bool]:
+        """Whether the request and the outcome of step ``index`` are the same as those
+        of ``other``'s step ``other_index``, from signatures when both sides have them,
+        else by walking both payloads, which stops at their first difference."""
+        mine, theirs = self._parts[index], other._parts[other_index]
+        if mine is not None and theirs is not None:
+            return mine[0] == theirs[0], mine[1] == theirs[1]
+        ea, eb = self.events[index].hydrated(), other.events[other_index].hydrated()
+        masked = not self.exact
+        texts, provider = self._texts, ea.kind == "llm"
+        if self.exact:
+            same_request = ea.fingerprint == eb.fingerprint
+        else:
+            same_request = same_json(ea.request, eb.request, masked=True, provider=provider, texts=texts)
+        same_outcome = same_json(_result(ea), _result(eb), masked=masked, provider=provider, texts=texts)
+        return same_request, same_outcome
+
     def views(self, event: Event) -> tuple[Any, Any]:
         # A lazily opened step would parse its line for each part read; a hydrated copy
         # parses it once (and is dropped with the views).
         event = event.hydrated()
-        result: dict[str, Any] = {"ok": event.ok}
-        if event.ok:
-            result["response"] = event.response
-            stream = event.get("stream")
-            if stream is not None:
-                result["stream"] = stream
-        else:
-            result["error"] = event.error
+        result = _result(event)
         if self.exact:
             return event.request, result
         provider = event.kind == "llm"
@@ -307,12 +260,29 @@ class _Side:
         return _mask(event.request, provider=provider, texts=texts), _mask(result, provider=provider, texts=texts)
 
 
-def _same(side_a: _Side, i: int, side_b: _Side, j: int) -> bool:
-    """Whether step ``i`` of A and step ``j`` of B have the same request and outcome."""
+def _result(event: Event) -> dict[str, Any]:
+    """What a step's outcome is compared by: ok, and the response (and stream) or error."""
+    result: dict[str, Any] = {"ok": event.ok}
+    if event.ok:
+        result["response"] = event.response
+        stream = event.get("stream")
+        if stream is not None:
+            result["stream"] = stream
+    else:
+        result["error"] = event.error
+    return result
+
+
+def _compare(side_a: _Side, i: int, side_b: _Side, j: int) -> tuple[bool, bool]:
+    """Whether step ``i`` of A and step ``j`` of B have the same request, and outcome."""
     raw = side_a.raw[i]
     if raw is not None and raw == side_b.raw[j]:
-        return True
-    return side_a.parts(i) == side_b.parts(j)
+        return True, True
+    return side_a.compare(i, side_b, j)
+
+
+def _same(side_a: _Side, i: int, side_b: _Side, j: int) -> bool:
+    return _compare(side_a, i, side_b, j) == (True, True)
 
 
 def _digest(value: Any) -> str:
@@ -358,13 +328,13 @@ def _entry(side_a: _Side, side_b: _Side, i: int | None, j: int | None) -> DiffEn
         event = side_a.events[i]
         return DiffEntry(DELETED, event, None, 0.0, event.seq)
     ea, eb = side_a.events[i], side_b.events[j]
-    if _same(side_a, i, side_b, j):
+    same_request, same_outcome = _compare(side_a, i, side_b, j)
+    if same_request and same_outcome:
         return DiffEntry(EQUAL, ea, eb, 1.0, ea.seq)
-    (request_a, outcome_a), (request_b, outcome_b) = side_a.parts(i), side_b.parts(j)
     changes: list[str] = []
-    if request_a != request_b:
+    if not same_request:
         changes.append("request")
-    if outcome_a != outcome_b:
+    if not same_outcome:
         if ea.ok != eb.ok:
             changes.append("outcome")
         else:
@@ -462,6 +432,9 @@ def _blocks(ra: range, rb: range, ka: Sequence[Any], kb: Sequence[Any]) -> Itera
     ids: dict[Any, int] = {}
     left = [ids.setdefault(ka[i], len(ids)) for i in ra]
     right = [ids.setdefault(kb[j], len(ids)) for j in rb]
+    if left == right:  # what the matcher would find, without its quadratic search
+        yield from zip(ra, rb)
+        return
     matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
