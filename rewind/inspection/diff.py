@@ -33,7 +33,7 @@ from rewind.storage.trace import Event, PathLike, Trace
 from .diff_mask import mask as _mask
 from .diff_mask import same_json
 from .preview import answer_text, clip, compact, outcome, pretty
-from .stored_body import body_key, keys_available
+from .stored_body import bodies_stored, body_key, same_stored
 
 EQUAL = "equal"
 CHANGED = "changed"
@@ -206,8 +206,7 @@ class _Side:
         self.keys = [(e.kind, e.name) for e in self.events]
         self.exact = exact
         self._texts: dict[str, str] = {}  # masked strings, see _mask
-        stored = keys_available(trace)
-        self.raw: list[bytes | None] = [body_key(e, with_fingerprint=exact) if stored else None for e in self.events]
+        self.stored = bodies_stored(trace)
         # Signatures by body key, shared by both sides: a body seen twice is hashed once.
         self._shared = shared
         self._parts: list[tuple[str, str] | None] = [None] * len(self.events)
@@ -216,7 +215,7 @@ class _Side:
         """The request and outcome signatures of step ``index``."""
         parts = self._parts[index]
         if parts is None:
-            raw = self.raw[index]
+            raw = body_key(self.events[index], with_fingerprint=self.exact) if self.stored else None
             parts = self._shared.get(raw) if raw is not None else None
             if parts is None:
                 event = self.events[index]
@@ -241,11 +240,13 @@ class _Side:
         ea, eb = self.events[index].hydrated(), other.events[other_index].hydrated()
         masked = not self.exact
         texts, provider = self._texts, ea.kind == "llm"
+        # The outcome first: reading it parses a small line whole (and the copy keeps it),
+        # so the request is then read from memory.
+        same_outcome = same_json(_result(ea), _result(eb), masked=masked, provider=provider, texts=texts)
         if self.exact:
             same_request = ea.fingerprint == eb.fingerprint
         else:
             same_request = same_json(ea.request, eb.request, masked=True, provider=provider, texts=texts)
-        same_outcome = same_json(_result(ea), _result(eb), masked=masked, provider=provider, texts=texts)
         return same_request, same_outcome
 
     def views(self, event: Event) -> tuple[Any, Any]:
@@ -275,8 +276,8 @@ def _result(event: Event) -> dict[str, Any]:
 
 def _compare(side_a: _Side, i: int, side_b: _Side, j: int) -> tuple[bool, bool]:
     """Whether step ``i`` of A and step ``j`` of B have the same request, and outcome."""
-    raw = side_a.raw[i]
-    if raw is not None and raw == side_b.raw[j]:
+    stored = side_a.stored and side_b.stored
+    if stored and same_stored(side_a.events[i], side_b.events[j], by_fingerprint=side_a.exact):
         return True, True
     return side_a.compare(i, side_b, j)
 

@@ -1,15 +1,15 @@
-"""A step's body as its trace file stores it, reduced to a short key for equality.
+"""A step's body as its trace file stores it: equality without parsing.
 
 Two steps whose stored bodies are the same bytes (everything after the skeleton's
 ``"live"`` field: request, response or error, extras) and whose ``ok`` flags agree
 carry the same payloads, so ``rewind diff`` can call them equal without parsing,
 masking or hashing either one. The converse does not hold (two runs differ in ids and
-timestamps that the diff masks), so a key only ever proves equality: steps whose keys
-differ are compared the slow way.
+timestamps that the diff masks), so stored bytes only ever prove equality: steps whose
+bytes differ are compared the slow way.
 
-Only lines whose payloads are all inline give a key: a v2 trace may replace payload
-leaves with blob markers, and events held in memory (gzip archives, eager loads) have
-no stored line.
+Only lines whose payloads are all inline count: a v2 trace may replace payload leaves
+with blob markers, and events held in memory (gzip archives, eager loads) have no
+stored line.
 """
 
 from __future__ import annotations
@@ -23,18 +23,14 @@ from rewind.storage.trace import Event, Trace
 _LIVE_FIELD = b',"live":'
 
 
-def keys_available(trace: Trace) -> bool:
+def bodies_stored(trace: Trace) -> bool:
     """Whether ``trace``'s stored lines hold their payloads inline (format v1)."""
     return trace.version == 1
 
 
-def body_key(event: Event, *, with_fingerprint: bool = False) -> bytes | None:
-    """A digest of ``event``'s stored body and outcome flag, or ``None`` when the event
-    has no stored line in the writer's layout.
-
-    ``with_fingerprint`` folds the skeleton's fingerprint in, for comparisons that
-    decide request equality by fingerprint (``rewind diff --exact``).
-    """
+def stored_body(event: Event) -> bytes | None:
+    """The bytes of ``event``'s line after its skeleton, or ``None`` when the event has
+    no stored line in the writer's layout."""
     line = event.stored_line()
     if line is None:
         return None
@@ -48,13 +44,29 @@ def body_key(event: Event, *, with_fingerprint: bool = False) -> bytes | None:
         start += 5
     else:
         return None
-    digest = hashlib.blake2b(digest_size=20)
+    return line[start:].rstrip(b"\r\n")
+
+
+def same_stored(a: Event, b: Event, *, by_fingerprint: bool = False) -> bool:
+    """Whether ``a`` and ``b`` are provably the same step: same outcome flag (and
+    fingerprint, when ``by_fingerprint``) and the same stored body bytes."""
+    if a.ok != b.ok or (by_fingerprint and a.fingerprint != b.fingerprint):
+        return False
+    body_a = stored_body(a)
+    return body_a is not None and body_a == stored_body(b)
+
+
+def body_key(event: Event, *, with_fingerprint: bool = False) -> bytes | None:
+    """A short digest of what ``same_stored`` compares, for grouping many steps at once;
+    ``None`` when the event has no stored body."""
+    body = stored_body(event)
+    if body is None:
+        return None
+    digest = hashlib.blake2b(body, digest_size=20)
     digest.update(b"1" if event.ok else b"0")
     if with_fingerprint:
         digest.update(event.fingerprint.encode("ascii", "backslashreplace"))
-        digest.update(b"\0")
-    digest.update(line[start:].rstrip(b"\r\n"))
     return digest.digest()
 
 
-__all__ = ["body_key", "keys_available"]
+__all__ = ["bodies_stored", "body_key", "same_stored", "stored_body"]
