@@ -34,24 +34,30 @@ from bench_trace_io import write_small_trace
 
 IMPORT_TARGET = 3.0
 
-# Each measure prints its CPU seconds and its peak RSS growth (KiB) as JSON.
-_PARSE = """
-import json, resource, sys, time
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+# Each measure prints its CPU seconds and its peak RSS growth (KiB) as JSON. The peak is
+# the kernel's VmHWM of this process: ru_maxrss would carry over the parent's from the fork.
+_PEAK = """
+def peak():
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:"))
+"""
+_PARSE = _PEAK + """
+import json, sys, time
+before = peak()
 start = time.process_time()
 with open(sys.argv[1], "rb") as fh:
     values = [json.loads(line) for line in fh]
 elapsed = time.process_time() - start
-print(json.dumps([elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before]))
+print(json.dumps([elapsed, peak() - before]))
 """
-_IMPORT = """
-import json, resource, sys, time
+_IMPORT = _PEAK + """
+import json, sys, time
 import rewind
-before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+before = peak()
 start = time.process_time()
 rewind.import_telemetry(sys.argv[1], sys.argv[2])
 elapsed = time.process_time() - start
-print(json.dumps([elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before]))
+print(json.dumps([elapsed, peak() - before]))
 """
 
 
