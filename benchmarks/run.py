@@ -41,6 +41,7 @@ SMOKE: dict[str, list[str]] = {
     "bench_fireworks": SMALL,
     "bench_groq": SMALL,
     "bench_hybrid": SMALL,
+    "bench_import": ["--spans", "200", "--rounds", "1"],
     "bench_litellm": SMALL,
     "bench_matching": ["--events", "200", "--repeat", "1"],
     "bench_mcp": SMALL,

@@ -18,9 +18,9 @@ like uuids, timestamps and provider ids), so ``equal`` means "the same behaviour
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
-import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,10 @@ from rewind.inspection.provenance import edit_provenance, hybrid_provenance
 from rewind.matching.similarity import lexical_similarity
 from rewind.storage.trace import Event, PathLike, Trace
 
+from .diff_mask import mask as _mask
+from .diff_mask import same_json
 from .preview import answer_text, clip, compact, outcome, pretty
+from .stored_body import bodies_stored, body_key, same_stored
 
 EQUAL = "equal"
 CHANGED = "changed"
@@ -43,64 +46,6 @@ _COLOR = {CHANGED: "33", DELETED: "31", INSERTED: "32"}
 # Beyond this many cells the exact alignment gets slow in pure Python; difflib's
 # matching-blocks alignment (close to LCS in practice) takes over.
 _DP_LIMIT = 2_000_000
-
-# -- masking per-run values ---------------------------------------------------------
-
-_DROPPED_KEYS = frozenset({"usage", "usage_metadata", "usageMetadata", "system_fingerprint", "service_tier"})
-_TIME_KEYS = frozenset({"created", "created_at", "completed_at", "ts", "timestamp"})
-_VOLATILE_WHOLE = re.compile(
-    r"""^(
-        [0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}   # uuid
-      | \d{4}-\d{2}-\d{2}[T\s]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?      # iso time
-      | [0-9a-fA-F]{16,}                                                              # hex id
-      | [A-Za-z]+(?:[_-][A-Za-z]+)*[_-](?=[A-Za-z]*\d)[A-Za-z0-9]{12,}               # call_x1…, chatcmpl-…
-      | [A-Z][a-z]{2},\s\d{2}\s[A-Z][a-z]{2}\s\d{4}\s\d{2}:\d{2}:\d{2}\sGMT               # HTTP Date header
-    )$""",
-    re.VERBOSE,
-)
-_VOLATILE_INSIDE = re.compile(
-    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-    r"|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?"
-)
-
-
-def _is_id_key(key: str | None) -> bool:
-    return key is not None and (key == "id" or key.endswith("_id"))
-
-
-def _mask(value: Any, key: str | None = None, *, provider: bool = False, texts: dict[str, str] | None = None) -> Any:
-    """``value`` with per-run values replaced by placeholders.
-
-    ``provider`` marks an llm payload, where string ``id``/``*_id`` fields (response,
-    message, tool-call ids) are minted by the provider per call; in tool and memory
-    payloads an ``id`` may be real data, so only id-shaped strings are masked there.
-    ``texts`` caches each string's masked form: an agent re-sends its history on every
-    call, so a diff of a long run meets the same messages many times, and the patterns
-    are most of its cost.
-    """
-    if isinstance(value, dict):
-        return {k: _mask(v, k, provider=provider, texts=texts) for k, v in value.items() if k not in _DROPPED_KEYS}
-    if isinstance(value, list):
-        return [_mask(v, provider=provider, texts=texts) for v in value]
-    if isinstance(value, str):
-        if provider and _is_id_key(key):
-            return "<id>"
-        if texts is not None:
-            masked = texts.get(value)
-            if masked is None:
-                masked = texts[value] = _mask_text(value)
-            return masked
-        return _mask_text(value)
-    if key in _TIME_KEYS and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return "<time>"
-    return value
-
-
-def _mask_text(value: str) -> str:
-    if _VOLATILE_WHOLE.match(value):
-        return "<id>"
-    return _VOLATILE_INSIDE.sub("<time/id>", value)
-
 
 # -- public types -------------------------------------------------------------------
 
@@ -156,6 +101,56 @@ class DiffEntry:
         return "the request changed, and so did the outcome"
 
 
+class _ScoredOnRead(DiffEntry):
+    """A changed row whose similarity is scored when first read.
+
+    Scoring a pair walks both whole payloads; a long diff shows only some of its rows
+    (and a caller that wants the alignment alone shows none), so the score waits until
+    someone reads it. Behaves as the ``DiffEntry`` it stands for: same fields, equality,
+    hash and pickled form.
+    """
+
+    def __init__(
+        self,
+        op: str,
+        a: Event | None,
+        b: Event | None,
+        similarity: float | Callable[[], float],
+        step: int,
+        changes: tuple[str, ...] = (),
+    ) -> None:
+        for name, value in (("op", op), ("a", a), ("b", b), ("step", step), ("changes", changes)):
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "_similarity", similarity)
+
+    @property
+    def similarity(self) -> float:
+        value = self.__dict__["_similarity"]
+        if callable(value):
+            value = value()
+            object.__setattr__(self, "_similarity", value)
+        return float(value)
+
+    def _fields(self) -> tuple[Any, ...]:
+        return (self.op, self.a, self.b, self.similarity, self.step, self.changes)
+
+    # A dataclass compares only instances of its own class; this row equals the plain
+    # DiffEntry it stands for.
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DiffEntry):
+            return NotImplemented
+        return self._fields() == (other.op, other.a, other.b, other.similarity, other.step, other.changes)
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (DiffEntry, self._fields())
+
+    def __repr__(self) -> str:
+        return repr(DiffEntry(*self._fields()))
+
+
 @dataclass
 class TraceDiff:
     """The aligned difference between run A and run B."""
@@ -197,38 +192,98 @@ class TraceDiff:
 
 
 class _Side:
-    """Per-step identity and content signatures for one trace, computed once."""
+    """One trace's steps and their content signatures, each computed on first need.
 
-    def __init__(self, trace: Trace, exact: bool) -> None:
+    A step's signature (its masked request and outcome, hashed) costs a parse, a mask
+    and a canonical dump of its whole body; most steps of two related runs are equal,
+    and equal stored bytes prove that without any of it (``stored_body``). So the
+    signatures are only computed for steps whose stored bytes have no twin on the
+    other side at the position being compared.
+    """
+
+    def __init__(self, trace: Trace, exact: bool, shared: dict[bytes, tuple[str, str]]) -> None:
         self.events: list[Event] = list(trace.events)
         self.keys = [(e.kind, e.name) for e in self.events]
         self.exact = exact
         self._texts: dict[str, str] = {}  # masked strings, see _mask
-        self.requests: list[str] = []
-        self.outcomes: list[str] = []
-        for event in self.events:
-            request, result = self.views(event)
-            self.requests.append(event.fingerprint if exact else _digest(request))
-            self.outcomes.append(_digest(result))
-        self.sigs = [f"{r}:{o}" for r, o in zip(self.requests, self.outcomes)]
+        self.stored = bodies_stored(trace)
+        # Signatures by body key, shared by both sides: a body seen twice is hashed once.
+        self._shared = shared
+        self._parts: list[tuple[str, str] | None] = [None] * len(self.events)
+
+    def parts(self, index: int) -> tuple[str, str]:
+        """The request and outcome signatures of step ``index``."""
+        parts = self._parts[index]
+        if parts is None:
+            raw = body_key(self.events[index], with_fingerprint=self.exact) if self.stored else None
+            parts = self._shared.get(raw) if raw is not None else None
+            if parts is None:
+                event = self.events[index]
+                request, result = self.views(event)
+                parts = (event.fingerprint if self.exact else _digest(request), _digest(result))
+                if raw is not None:
+                    self._shared[raw] = parts
+            self._parts[index] = parts
+        return parts
+
+    def sig(self, index: int) -> str:
+        request, result = self.parts(index)
+        return f"{request}:{result}"
+
+    def compare(self, index: int, other: _Side, other_index: int) -> tuple[bool, bool]:
+        """Whether the request and the outcome of step ``index`` are the same as those
+        of ``other``'s step ``other_index``, from signatures when both sides have them,
+        else by walking both payloads, which stops at their first difference."""
+        mine, theirs = self._parts[index], other._parts[other_index]
+        if mine is not None and theirs is not None:
+            return mine[0] == theirs[0], mine[1] == theirs[1]
+        ea, eb = self.events[index].hydrated(), other.events[other_index].hydrated()
+        masked = not self.exact
+        texts, provider = self._texts, ea.kind == "llm"
+        # The outcome first: reading it parses a small line whole (and the copy keeps it),
+        # so the request is then read from memory.
+        same_outcome = same_json(_result(ea), _result(eb), masked=masked, provider=provider, texts=texts)
+        if self.exact:
+            same_request = ea.fingerprint == eb.fingerprint
+        else:
+            same_request = same_json(ea.request, eb.request, masked=True, provider=provider, texts=texts)
+        return same_request, same_outcome
 
     def views(self, event: Event) -> tuple[Any, Any]:
         # A lazily opened step would parse its line for each part read; a hydrated copy
         # parses it once (and is dropped with the views).
         event = event.hydrated()
-        result: dict[str, Any] = {"ok": event.ok}
-        if event.ok:
-            result["response"] = event.response
-            stream = event.get("stream")
-            if stream is not None:
-                result["stream"] = stream
-        else:
-            result["error"] = event.error
+        result = _result(event)
         if self.exact:
             return event.request, result
         provider = event.kind == "llm"
         texts = self._texts
         return _mask(event.request, provider=provider, texts=texts), _mask(result, provider=provider, texts=texts)
+
+
+def _result(event: Event) -> dict[str, Any]:
+    """What a step's outcome is compared by: ok, and the response (and stream) or error."""
+    result: dict[str, Any] = {"ok": event.ok}
+    if event.ok:
+        result["response"] = event.response
+        stream = event.get("stream")
+        if stream is not None:
+            result["stream"] = stream
+    else:
+        result["error"] = event.error
+    return result
+
+
+def _compare(side_a: _Side, i: int, side_b: _Side, j: int) -> tuple[bool, bool]:
+    """Whether step ``i`` of A and step ``j`` of B have the same request, and outcome."""
+    stored = side_a.stored and side_b.stored
+    if stored and same_stored(side_a.events[i], side_b.events[j], by_fingerprint=side_a.exact):
+        return True, True
+    return side_a.compare(i, side_b, j)
+
+
+def _same(side_a: _Side, i: int, side_b: _Side, j: int) -> bool:
+    return _compare(side_a, i, side_b, j) == (True, True)
 
 
 def _digest(value: Any) -> str:
@@ -243,7 +298,8 @@ def diff_traces(a: Trace | PathLike, b: Trace | PathLike, *, exact: bool = False
     """
     trace_a = a if isinstance(a, Trace) else Trace.open(a)
     trace_b = b if isinstance(b, Trace) else Trace.open(b)
-    side_a, side_b = _Side(trace_a, exact), _Side(trace_b, exact)
+    shared: dict[bytes, tuple[str, str]] = {}
+    side_a, side_b = _Side(trace_a, exact, shared), _Side(trace_b, exact, shared)
     entries = [_entry(side_a, side_b, i, j) for i, j in _align(side_a, side_b)]
     notes = []
     for label, trace in (("A", trace_a), ("B", trace_b)):
@@ -273,19 +329,21 @@ def _entry(side_a: _Side, side_b: _Side, i: int | None, j: int | None) -> DiffEn
         event = side_a.events[i]
         return DiffEntry(DELETED, event, None, 0.0, event.seq)
     ea, eb = side_a.events[i], side_b.events[j]
-    if side_a.sigs[i] == side_b.sigs[j]:
+    same_request, same_outcome = _compare(side_a, i, side_b, j)
+    if same_request and same_outcome:
         return DiffEntry(EQUAL, ea, eb, 1.0, ea.seq)
     changes: list[str] = []
-    if side_a.requests[i] != side_b.requests[j]:
+    if not same_request:
         changes.append("request")
-    if side_a.outcomes[i] != side_b.outcomes[j]:
+    if not same_outcome:
         if ea.ok != eb.ok:
             changes.append("outcome")
         else:
             changes.append("response" if ea.ok else "error")
     if not changes:  # exact mode: same fingerprint and outcome, but a redacted/stored request differs
         changes.append("request")
-    return DiffEntry(CHANGED, ea, eb, _similarity(side_a, side_b, ea, eb), ea.seq, tuple(changes))
+    score = functools.partial(_similarity, side_a, side_b, ea, eb)
+    return _ScoredOnRead(CHANGED, ea, eb, score, ea.seq, tuple(changes))
 
 
 def _similarity(side_a: _Side, side_b: _Side, ea: Event, eb: Event) -> float:
@@ -307,21 +365,24 @@ def percent(similarity: float) -> str:
 
 def _align(side_a: _Side, side_b: _Side) -> list[tuple[int | None, int | None]]:
     n, m = len(side_a.events), len(side_b.events)
-    ka, kb, sa, sb = side_a.keys, side_b.keys, side_a.sigs, side_b.sigs
+    ka, kb = side_a.keys, side_b.keys
     # Identical heads and tails pair up directly; only the middle needs aligning.
     head = 0
-    while head < n and head < m and ka[head] == kb[head] and sa[head] == sb[head]:
+    while head < n and head < m and ka[head] == kb[head] and _same(side_a, head, side_b, head):
         head += 1
     tail = 0
     while tail < min(n, m) - head:
         x, y = n - 1 - tail, m - 1 - tail
-        if ka[x] != kb[y] or sa[x] != sb[y]:
+        if ka[x] != kb[y] or not _same(side_a, x, side_b, y):
             break
         tail += 1
     pairs: list[tuple[int | None, int | None]] = [(k, k) for k in range(head)]
     middle_a = range(head, n - tail)
     middle_b = range(head, m - tail)
     if len(middle_a) * len(middle_b) <= _DP_LIMIT:
+        # Signatures only where the exact alignment weighs them: the middle.
+        sa = {i: side_a.sig(i) for i in middle_a}
+        sb = {j: side_b.sig(j) for j in middle_b}
         pairs.extend(_lcs(middle_a, middle_b, ka, kb, sa, sb))
     else:
         pairs.extend(_blocks(middle_a, middle_b, ka, kb))
@@ -330,7 +391,7 @@ def _align(side_a: _Side, side_b: _Side) -> list[tuple[int | None, int | None]]:
 
 
 def _lcs(
-    ra: range, rb: range, ka: Sequence[Any], kb: Sequence[Any], sa: Sequence[str], sb: Sequence[str]
+    ra: range, rb: range, ka: Sequence[Any], kb: Sequence[Any], sa: Mapping[int, str], sb: Mapping[int, str]
 ) -> Iterator[tuple[int | None, int | None]]:
     """Weighted LCS: an identical pair scores 2, a pair sharing only kind and name 1."""
     n, m = len(ra), len(rb)
@@ -372,6 +433,9 @@ def _blocks(ra: range, rb: range, ka: Sequence[Any], kb: Sequence[Any]) -> Itera
     ids: dict[Any, int] = {}
     left = [ids.setdefault(ka[i], len(ids)) for i in ra]
     right = [ids.setdefault(kb[j], len(ids)) for j in rb]
+    if left == right:  # what the matcher would find, without its quadratic search
+        yield from zip(ra, rb)
+        return
     matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
