@@ -110,6 +110,7 @@ def install(facade: ModuleType) -> None:
     """
     if not any(isinstance(finder, MovedModuleFinder) for finder in sys.meta_path):
         sys.meta_path.append(MovedModuleFinder())
+    names = vars(facade)  # not hasattr(): the facade's __getattr__ would import every old name
     for old, new in MOVED.items():
-        if hasattr(facade, old.rpartition(".")[2]) and new in sys.modules:
+        if old.rpartition(".")[2] in names and new in sys.modules:
             sys.modules.setdefault(old, sys.modules[new])

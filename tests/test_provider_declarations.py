@@ -136,5 +136,19 @@ def test_a_provider_module_that_cannot_load_is_skipped_with_a_warning(monkeypatc
 
     broken = importlib.metadata.EntryPoint("rewind_broken", "rewind_no_such_module_here:X", ENTRY_POINT_GROUP)
     monkeypatch.setattr(providers, "_entry_points", lambda: [broken])
+    registry = providers._Registry()
     with pytest.warns(PatchGapWarning, match="rewind_broken provider"):
-        assert providers._load_declared() == {}
+        assert "broken" not in registry
+    assert list(registry) == []
+
+
+def test_asking_for_one_provider_loads_its_module_alone() -> None:
+    """``patch_openai()`` pays for openai's instrumentor, not for all twelve."""
+    code = (
+        "import sys\n"
+        "from rewind.engine.providers import PROVIDERS\n"
+        "assert PROVIDERS['openai'].sdk == 'openai'\n"
+        "print(sorted(m for m in sys.modules if m.startswith('rewind.instrumentors.') and '._' not in m))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['rewind.instrumentors.openai']"

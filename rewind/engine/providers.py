@@ -105,26 +105,46 @@ Provider = ProviderSpec
 
 
 class _Registry(MutableMapping[str, ProviderSpec]):
-    """``name -> ProviderSpec``: our entry points, loaded on first use, plus ``register``-ed ones."""
+    """``name -> ProviderSpec``: our entry points, each module imported when its provider is first
+    asked for (``patch_openai()`` loads openai's alone), all of them when the whole list is read."""
 
     def __init__(self) -> None:
-        self._loaded: dict[str, ProviderSpec] | None = None
-        self._lock = threading.Lock()
+        self._specs: dict[str, ProviderSpec] = {}
+        self._pending: dict[str, EntryPoint] | None = None  # provider name -> its entry point, not loaded yet
+        self._lock = threading.RLock()
+
+    def _unloaded(self) -> dict[str, EntryPoint]:
+        if self._pending is None:
+            self._pending = {p.name.removeprefix(ENTRY_POINT_PREFIX): p for p in _entry_points()}
+        return self._pending
+
+    def _load(self, name: str) -> None:
+        point = self._unloaded().pop(name, None)
+        if point is not None:
+            spec = _declared_by(point)
+            if spec is not None:
+                self._specs.setdefault(spec.name, spec)  # one registered in code wins
 
     def _all(self) -> dict[str, ProviderSpec]:
-        loaded = self._loaded
-        if loaded is None:
-            with self._lock:
-                if self._loaded is None:
-                    self._loaded = _load_declared()
-                loaded = self._loaded
-        return loaded
+        with self._lock:
+            for name in list(self._unloaded()):
+                self._load(name)
+        return self._specs
 
     def __getitem__(self, name: str) -> ProviderSpec:
-        return self._all()[name]
+        spec = self._specs.get(name)
+        if spec is None:
+            with self._lock:
+                self._load(name)
+            spec = self._specs.get(name)
+            if spec is None:
+                spec = self._all()[name]  # a module may declare a provider named unlike its entry point
+        return spec
 
     def __setitem__(self, name: str, spec: ProviderSpec) -> None:
-        self._all()[name] = spec
+        with self._lock:
+            self._unloaded().pop(name, None)
+            self._specs[name] = spec
 
     def __delitem__(self, name: str) -> None:
         del self._all()[name]
@@ -147,23 +167,20 @@ def _entry_points() -> list[EntryPoint]:
     return [p for p in points if p.group == ENTRY_POINT_GROUP and p.name.startswith(ENTRY_POINT_PREFIX)]
 
 
-def _load_declared() -> dict[str, ProviderSpec]:
-    found: dict[str, ProviderSpec] = {}
-    for point in _entry_points():
-        try:
-            module = importlib.import_module(point.module)
-        except Exception as exc:  # a broken install must not break the agent: that provider runs live
-            warnings.warn(
-                f"rewind cannot load the {point.name} provider ({type(exc).__name__}: {exc}); its calls run live "
-                "and unrecorded. Reinstall agent-rewind-otel.",
-                PatchGapWarning,
-                stacklevel=2,
-            )
-            continue
-        spec = getattr(module, DECLARATION, None)
-        if isinstance(spec, ProviderSpec):
-            found[spec.name] = spec
-    return found
+def _declared_by(point: EntryPoint) -> ProviderSpec | None:
+    """The declaration in ``point``'s module, or None (with a warning when the module is broken)."""
+    try:
+        module = importlib.import_module(point.module)
+    except Exception as exc:  # a broken install must not break the agent: that provider runs live
+        warnings.warn(
+            f"rewind cannot load the {point.name} provider ({type(exc).__name__}: {exc}); its calls run live "
+            "and unrecorded. Reinstall agent-rewind-otel.",
+            PatchGapWarning,
+            stacklevel=3,
+        )
+        return None
+    spec = getattr(module, DECLARATION, None)
+    return spec if isinstance(spec, ProviderSpec) else None
 
 
 #: Every provider rewind knows: ``name -> ProviderSpec`` (loaded on first use).
