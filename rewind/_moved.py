@@ -70,12 +70,19 @@ class _Alias(importlib.abc.Loader):
 
     def __init__(self, target: str) -> None:
         self.target = target
+        self.own_spec: importlib.machinery.ModuleSpec | None = None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
-        return importlib.import_module(self.target)
+        module = importlib.import_module(self.target)
+        self.own_spec = module.__spec__
+        return module
 
     def exec_module(self, module: ModuleType) -> None:
-        """The module ran when it was imported under its own name."""
+        """The module ran when it was imported under its own name. The import system has just
+        given it the old name's spec, though: its own goes back, or its relative imports warn
+        (``__package__ != __spec__.parent``) and ``importlib.reload`` would look in the wrong place."""
+        if self.own_spec is not None:
+            module.__spec__ = self.own_spec
 
 
 class MovedModuleFinder(importlib.abc.MetaPathFinder):

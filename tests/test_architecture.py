@@ -85,6 +85,21 @@ def test_an_import_path_from_before_the_folders_still_imports(old: str) -> None:
     module = importlib.import_module(old)
     assert module is importlib.import_module(_moved.MOVED[old])
     assert sys.modules[old] is module
+    assert module.__spec__ is not None and module.__spec__.name == _moved.MOVED[old]  # its own, not the alias's
+
+
+def test_a_module_first_imported_by_its_old_name_keeps_its_own_spec() -> None:
+    """Relative imports inside it must not warn ``__package__ != __spec__.parent``."""
+    code = (
+        "import warnings; warnings.simplefilter('error')\n"
+        "import rewind.session as s\n"
+        "import rewind.divergence\n"
+        "assert s.__spec__.name == 'rewind.engine.session', s.__spec__\n"
+        "s.session_policy(None, None, None, 'error', None)  # runs a relative import inside a function\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stdout + result.stderr
 
 
 def test_old_paths_work_in_a_fresh_interpreter_and_keep_the_facade_intact() -> None:
