@@ -17,9 +17,11 @@ import gc
 import json
 import math
 import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -115,6 +117,44 @@ def test_a_read_leaves_the_collector_on_and_the_objects_it_built_collectable(tmp
     Trace.open(path)
     assert gc.isenabled()
     assert gc.get_freeze_count() == frozen  # nothing left frozen for good
+
+
+class _Node:
+    """A garbage cycle's member that a weak reference can watch."""
+
+    other: _Node | None = None
+
+
+def _garbage_cycle() -> weakref.ref[_Node]:
+    first, second = _Node(), _Node()
+    first.other, second.other = second, first
+    return weakref.ref(first)
+
+
+def test_what_a_read_built_goes_to_the_oldest_generation_without_a_walk(tmp_path: Path) -> None:
+    path = tmp_path / "run.rewind"
+    Trace([Event(0, "tool", "t", "", {"q": [1]}, {"r": [2]}, None)], header=new_header()).dump(path)
+    trace = Trace.load(path)
+    body = trace[0].request
+    assert any(item is body for item in gc.get_objects(generation=2))
+
+
+def test_young_garbage_cycles_are_not_carried_into_the_oldest_generation_by_a_read(tmp_path: Path) -> None:
+    path = tmp_path / "run.rewind"
+    Trace([Event(0, "tool", "t", "", {"q": [1]}, {"r": [2]}, None)], header=new_header()).dump(path)
+    before = _garbage_cycle()
+    Trace.load(path)
+    gc.collect(1)  # a young collection, which a cycle in the oldest generation escapes
+    assert before() is None
+
+
+def test_a_read_that_fails_leaves_its_garbage_to_the_young_collections(tmp_path: Path) -> None:
+    watched: list[weakref.ref[_Node]] = []
+    with pytest.raises(RuntimeError), _gc_pause.paused():
+        watched.append(_garbage_cycle())
+        raise RuntimeError("a corrupt line")
+    gc.collect(1)
+    assert watched[0]() is None
 
 
 def test_a_collector_the_application_turned_off_stays_off() -> None:
