@@ -40,6 +40,7 @@ SMOKE: dict[str, list[str]] = {
     "bench_compact": SMALL,
     "bench_fireworks": SMALL,
     "bench_groq": SMALL,
+    "bench_growth": [*SMALL, "--payloads", "1,4", "--threads", "1,2"],
     "bench_hybrid": SMALL,
     "bench_import": ["--spans", "200", "--rounds", "1"],
     "bench_litellm": SMALL,
