@@ -197,3 +197,23 @@ def test_objects_an_application_froze_stay_frozen() -> None:
         assert gc.isenabled()
     finally:
         gc.unfreeze()
+
+
+def test_a_finalizer_that_reads_a_trace_during_the_pre_read_collection_does_not_deadlock(tmp_path: Path) -> None:
+    path = tmp_path / "run.rewind"
+    Trace([Event(0, "tool", "t", "", {"q": [1]}, {"r": [2]}, None)], header=new_header()).dump(path)
+    read_by_finalizer: list[int] = []
+
+    class ReadsWhenCollected:
+        def __init__(self) -> None:
+            self.me = self  # a cycle: only the collector frees it
+
+        def __del__(self) -> None:
+            read_by_finalizer.append(len(Trace.load(path)))
+
+    ReadsWhenCollected()
+    done = threading.Event()
+    reader = threading.Thread(target=lambda: (Trace.load(path), done.set()), daemon=True)
+    reader.start()
+    assert done.wait(10), "a read deadlocked on a finalizer that reads a trace"
+    assert read_by_finalizer == [1]

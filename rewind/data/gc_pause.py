@@ -43,12 +43,13 @@ _splice = False
 def paused() -> Iterator[None]:
     """The collector off for the ``with`` block (see the module docstring)."""
     global _active, _was_enabled, _splice
+    if gc.isenabled() and gc.get_freeze_count() == 0:
+        # Outside the lock: a finalizer this collection runs may itself read a trace.
+        gc.collect(1)
     with _lock:
         if _active == 0:
             _was_enabled = gc.isenabled()
             _splice = _was_enabled and gc.get_freeze_count() == 0
-            if _splice:
-                gc.collect(1)
             gc.disable()
         _active += 1
     failed = True
