@@ -25,8 +25,9 @@ from __future__ import annotations
 import os
 
 from . import content_refs
-from .build import ImportReport, StepReport, build, choose_trace
+from .build import ImportReport, StepReport, build
 from .check import CheckReport, StepCheck, check_trace
+from .choice import choose_trace
 from .errors import TelemetryError
 from .matcher import TelemetryMatcher
 from .spans import SpanRecord
@@ -83,8 +84,13 @@ def import_telemetry(
     ``TelemetryError`` when the source cannot be read or holds no spans at all.
     """
     text = os.fspath(source)
-    spans, notes = read_spans(text, project=project)
-    chosen = choose_trace(spans, trace_id, service, text)
+    if text.startswith(("http://", "https://")):
+        spans, notes = read_spans(text, project=project)
+        chosen = choose_trace(spans, trace_id, service, text)
+    else:
+        from .streamed import read_run
+
+        chosen, notes = read_run(text, trace_id, service)  # a JSON lines file: only the run is kept
     notes.extend(content_refs.resolve(chosen, content_root))
     if attribute_limit is None:
         attribute_limit = limit_from_environment()
