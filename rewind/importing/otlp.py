@@ -148,8 +148,9 @@ def parse_json(text: bytes, budget: Budget) -> Any:
     return json.loads(text)
 
 
-def add_document(collected: Collected, number: int, document: Any) -> None:
-    path = collected.budget.source
+def add_document(collected: Collected, number: int, document: Any, path: str | None = None) -> None:
+    """The requests of one JSON document (an object, or an array of them) of line ``number`` of ``path``."""
+    path = collected.budget.source if path is None else path
     for item in document if isinstance(document, list) else [document]:
         if not isinstance(item, dict):
             collected.skipped.append(f"{path}:{number}: not an OTLP object; skipped")

@@ -71,7 +71,8 @@ class LinesFile:
         self.close()
 
     def numbered(self, stop: int | None = None) -> Iterator[tuple[int, bytes]]:
-        """Each line with its number (from 1), blank ones included; ``stop``: bytes to read at most."""
+        """Each line without its end, with its number (from 1), blank ones included; ``stop``:
+        how many bytes to read at most."""
         stream = self._stream()
         number = total = 0
         while True:
@@ -96,7 +97,7 @@ class LinesFile:
                     yield number, part
             else:
                 number += 1
-                yield number, line
+                yield number, line[:-1] if line.endswith(b"\n") else line
         self.bytes_read = total
 
     def _stream(self) -> BinaryIO:

@@ -121,7 +121,7 @@ def _decode(collected: Collected, path: str, line: int, document: Any, number: i
     """``document`` of ``line`` into ``collected``; ``number``: the line its notes name."""
     collected.budget.restart(f"{path}:{line}")
     try:
-        add_document(collected, number, document)
+        add_document(collected, number, document, path)
     except RecursionError:  # any_value recurses twice per level json.loads took once
         raise TelemetryError(f"{path}: JSON nested too deeply to be OTLP") from None
 
