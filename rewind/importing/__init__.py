@@ -84,24 +84,32 @@ def import_telemetry(
     ``TelemetryError`` when the source cannot be read or holds no spans at all.
     """
     text = os.fspath(source)
-    if text.startswith(("http://", "https://")):
-        spans, notes = read_spans(text, project=project)
-        chosen = choose_trace(spans, trace_id, service, text)
-    else:
-        from .streamed import read_run
-
-        chosen, notes = read_run(text, trace_id, service)  # a JSON lines file: only the run is kept
+    chosen, notes = _read_run(text, trace_id, service, project)
     notes.extend(content_refs.resolve(chosen, content_root))
     if attribute_limit is None:
         attribute_limit = limit_from_environment()
     trace, report = build(chosen, source=text, attribute_limit=attribute_limit)
+    del chosen  # the run's spans: the trace holds all that is written, and memory peaks below
     report.notes[:0] = notes
     if output is not None:
         destination = os.fspath(output)
         trace.dump(destination)
+        del trace
         _check_written(destination)
         report.output = destination
     return report
+
+
+def _read_run(
+    source: str, trace_id: str | None, service: str | None, project: str
+) -> tuple[list[SpanRecord], list[str]]:
+    """The spans of the run to import, and the reader's notes."""
+    if source.startswith(("http://", "https://")):
+        spans, notes = read_spans(source, project=project)
+        return choose_trace(spans, trace_id, service, source), notes
+    from .streamed import read_run
+
+    return read_run(source, trace_id, service)  # a JSON lines file: only the run is kept
 
 
 def _check_written(path: str) -> None:
