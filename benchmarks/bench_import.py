@@ -80,7 +80,7 @@ def _run(script: str, *args: str) -> tuple[float, int]:
     if done.returncode != 0:
         raise SystemExit(f"bench_import: a measure failed:\n{done.stderr[-2000:]}")
     seconds, kib = json.loads(done.stdout.strip().splitlines()[-1])
-    return float(seconds), int(kib) * 1024
+    return float(seconds), int(kib)
 
 
 def _export_run(folder: Path, name: str, spans: int) -> tuple[Path, str]:
@@ -108,16 +108,16 @@ def _interleave(sources: list[Path], target: Path, plain: frozenset[int] = froze
 
 
 class _Best:
-    """The best (least) CPU time and peak memory of one measure over the rounds."""
+    """The best (least) CPU time and peak memory (MiB) of one measure over the rounds."""
 
     def __init__(self, script: str, *args: str) -> None:
         self.script, self.args = script, args
-        self.seconds, self.peak = float("inf"), 0
+        self.seconds, self.peak = float("inf"), float("inf")
 
     def measure(self) -> None:
-        seconds, peak = _run(self.script, *self.args)
+        seconds, kib = _run(self.script, *self.args)
         self.seconds = min(self.seconds, seconds)
-        self.peak = peak if not self.peak else min(self.peak, peak)
+        self.peak = min(self.peak, kib / 1024)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                 "import",
                 "one run: peak memory",
                 m["one.import"].peak,
-                "B",
+                "MiB",
                 floor=m["one.parse"].peak,
                 floor_name="json.loads of every line, kept",
                 target_on="ratio",
@@ -190,21 +190,21 @@ def main(argv: list[str] | None = None) -> int:
                     "import",
                     f"1 of {args.runs} runs, {name}: peak memory",
                     m[key].peak,
-                    "B",
+                    "MiB",
                     floor=m["alone.import"].peak,
                     floor_name=f"importing the run alone ({per_run:,} spans)",
                     target=MEMORY_TARGET,
                     goal="max",
                     target_on="ratio",
                     note=f"{m[key].peak / m['many.parse'].peak:.2f}x the whole-file parse "
-                    f"({m['many.parse'].peak / 2**20:.0f} MiB)",
+                    f"({m['many.parse'].peak:.0f} MiB)",
                 )
             )
         report.note(
             f"files: one run {size['one'] / 2**20:.0f} MiB, {args.runs} runs {size['many'] / 2**20:.0f} MiB, "
             f"the run alone {size['alone'] / 2**20:.1f} MiB; the run alone: parse {m['alone.parse'].seconds:.2f} s "
-            f"{m['alone.parse'].peak / 2**20:.0f} MiB, import {m['alone.import'].seconds:.2f} s "
-            f"{m['alone.import'].peak / 2**20:.0f} MiB"
+            f"{m['alone.parse'].peak:.0f} MiB, import {m['alone.import'].seconds:.2f} s "
+            f"{m['alone.import'].peak:.0f} MiB"
         )
     return report.exit_code()
 

@@ -4,10 +4,12 @@ Two independent axes:
 
 * readers, one per source, produce neutral spans (``spans.SpanRecord``): OTLP JSON
   (the Collector ``file`` exporter; gzip too) and OTLP protobuf files (``otlp``), a
-  running Arize Phoenix over its HTTP API (``phoenix``);
+  running Arize Phoenix over its HTTP API (``phoenix``); an OTLP JSON lines file is read
+  a line at a time (``otlp_lines``), keeping only the run imported (``streamed``);
 * mappers, one per attribute layout, turn a span into a step (``mappers``): rewind's
   own spans, the GenAI semantic conventions, OpenInference, OpenLLMetry.
 
+``choice`` picks the run (the trace asked for, else the only one with GenAI steps);
 ``build`` orders the steps causally and rebuilds each model call in its provider's wire
 shape (``wire``), so the SDK instrumentors revive it as real SDK objects;
 ``TelemetryMatcher`` replays it comparing what telemetry carries; ``check`` says, per

@@ -14,6 +14,9 @@ no prefix at all; each framing is tried in turn.
 Log records (the GenAI events of instrumentations that emit content as logs) are
 attached to the span they name by ``spanId``.
 
+These readers hold the whole file; ``import_telemetry`` reads an OTLP JSON lines file a
+line at a time instead (``otlp_lines``, ``streamed``), through the same ``add_request``.
+
 What a file may cost is bounded by what it decodes, not by its size (``limits``): every
 span, attribute, event and array entry is counted, a protobuf message is counted before
 it is parsed (``protobuf_scan``), and a JSON document before it is parsed by its
