@@ -94,7 +94,7 @@ def read_documents(lines: LinesFile, collected: Collected, stop: int | None = No
     held: tuple[int, Any] | None = None
     started = False
     for number, line in lines.numbered(stop):
-        if not line.strip():
+        if not line or line.isspace():  # what `not line.strip()` says, without copying the line
             continue
         if held is not None:
             _decode(collected, path, held[0], held[1], held[0])
