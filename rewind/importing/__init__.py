@@ -4,10 +4,12 @@ Two independent axes:
 
 * readers, one per source, produce neutral spans (``spans.SpanRecord``): OTLP JSON
   (the Collector ``file`` exporter; gzip too) and OTLP protobuf files (``otlp``), a
-  running Arize Phoenix over its HTTP API (``phoenix``);
+  running Arize Phoenix over its HTTP API (``phoenix``); an OTLP JSON lines file is read
+  a line at a time (``otlp_lines``), keeping only the run imported (``streamed``);
 * mappers, one per attribute layout, turn a span into a step (``mappers``): rewind's
   own spans, the GenAI semantic conventions, OpenInference, OpenLLMetry.
 
+``choice`` picks the run (the trace asked for, else the only one with GenAI steps);
 ``build`` orders the steps causally and rebuilds each model call in its provider's wire
 shape (``wire``), so the SDK instrumentors revive it as real SDK objects;
 ``TelemetryMatcher`` replays it comparing what telemetry carries; ``check`` says, per
@@ -25,8 +27,9 @@ from __future__ import annotations
 import os
 
 from . import content_refs
-from .build import ImportReport, StepReport, build, choose_trace
+from .build import ImportReport, StepReport, build
 from .check import CheckReport, StepCheck, check_trace
+from .choice import choose_trace
 from .errors import TelemetryError
 from .matcher import TelemetryMatcher
 from .spans import SpanRecord
@@ -83,19 +86,32 @@ def import_telemetry(
     ``TelemetryError`` when the source cannot be read or holds no spans at all.
     """
     text = os.fspath(source)
-    spans, notes = read_spans(text, project=project)
-    chosen = choose_trace(spans, trace_id, service, text)
+    chosen, notes = _read_run(text, trace_id, service, project)
     notes.extend(content_refs.resolve(chosen, content_root))
     if attribute_limit is None:
         attribute_limit = limit_from_environment()
     trace, report = build(chosen, source=text, attribute_limit=attribute_limit)
+    del chosen  # the run's spans: the trace holds all that is written, and memory peaks below
     report.notes[:0] = notes
     if output is not None:
         destination = os.fspath(output)
         trace.dump(destination)
+        del trace
         _check_written(destination)
         report.output = destination
     return report
+
+
+def _read_run(
+    source: str, trace_id: str | None, service: str | None, project: str
+) -> tuple[list[SpanRecord], list[str]]:
+    """The spans of the run to import, and the reader's notes."""
+    if source.startswith(("http://", "https://")):
+        spans, notes = read_spans(source, project=project)
+        return choose_trace(spans, trace_id, service, source), notes
+    from .streamed import read_run
+
+    return read_run(source, trace_id, service)  # a JSON lines file: only the run is kept
 
 
 def _check_written(path: str) -> None:

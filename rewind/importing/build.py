@@ -17,7 +17,6 @@ from rewind.data.canonical import canonical_json, text_fingerprint
 from rewind.storage.trace import KINDS, MAX_SEQ, Event, Trace, new_header
 
 from . import wire
-from .errors import TelemetryError
 from .mappers import mapper_for
 from .model import ATTRIBUTES_DROPPED, CONTENT_MISSING, CONTENT_TRUNCATED, TOOLS_MISSING, Draft, Problem, Unmapped
 from .spans import SpanRecord, causal_order, depths
@@ -77,45 +76,6 @@ class ImportReport:
             "unknown_layouts": self.unknown,
             "notes": self.notes,
         }
-
-
-def choose_trace(spans: list[SpanRecord], trace_id: str | None, service: str | None, source: str) -> list[SpanRecord]:
-    """The spans of one run: the one asked for, else the only one holding GenAI steps."""
-    if service is not None:
-        spans = [s for s in spans if s.service == service]
-        if not spans:
-            raise TelemetryError(f"{source}: no spans from service {service!r}")
-    if trace_id is not None and trace_id.strip().lower() in ("all", "*"):
-        return spans  # one run spread over several traces (no span enclosed its calls)
-    if trace_id is not None:
-        wanted = {part.strip().lower() for part in trace_id.split(",") if part.strip()}
-        chosen = [s for s in spans if s.trace_id in wanted]
-        missing = wanted - {s.trace_id for s in chosen}
-        if missing:
-            known = ", ".join(sorted({s.trace_id for s in spans})[:10])
-            raise TelemetryError(
-                f"{source}: no spans in trace {', '.join(sorted(missing))} (traces here: {known or 'none'})"
-            )
-        return chosen
-    by_trace: dict[str, list[SpanRecord]] = {}
-    for span in spans:
-        by_trace.setdefault(span.trace_id, []).append(span)
-    with_steps = {tid: group for tid, group in by_trace.items() if any(mapper_for(s) for s in group)}
-    if len(with_steps) == 1:
-        return next(iter(with_steps.values()))
-    if not with_steps:
-        if not spans:
-            raise TelemetryError(f"{source}: no spans found")
-        return spans  # nothing mappable anywhere: the report lists what was seen
-    lines = []
-    for tid, group in sorted(with_steps.items(), key=lambda kv: min(s.start_ns for s in kv[1])):
-        services = ", ".join(sorted({s.service or "?" for s in group}))
-        steps = sum(1 for s in group if mapper_for(s))
-        lines.append(f"{tid} ({steps} GenAI spans; {services})")
-    raise TelemetryError(
-        f"{source} holds {len(with_steps)} traces with GenAI spans; pass --trace-id ID (trace_id=) to pick one, "
-        "several as ID,ID, or --trace-id all when they are one run whose calls no span enclosed: " + "; ".join(lines)
-    )
 
 
 def build(spans: list[SpanRecord], *, source: str, attribute_limit: int | None = None) -> tuple[Trace, ImportReport]:

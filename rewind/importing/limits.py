@@ -8,6 +8,13 @@ stops with a ``TelemetryError`` naming the limit, before memory or time run away
 * spans (``REWIND_IMPORT_MAX_SPANS``, default 200,000);
 * items: messages, attributes, events, array and map entries
   (``REWIND_IMPORT_MAX_ITEMS``, default 2,000,000).
+
+What one budget covers is its ``scope``: a whole source (a Phoenix project, a protobuf
+dump, a single-document JSON file, all read whole: "one import"), or, for an OTLP JSON
+lines file read line by line, each line as it is decoded ("one line") and, separately,
+the spans the import keeps ("one run"). Memory then follows the largest line and the
+run imported, not the file, so the bounds hold against hostile input while a file of
+many runs, or one long run, imports with the defaults.
 """
 
 from __future__ import annotations
@@ -25,10 +32,19 @@ MAX_ITEMS = 2_000_000
 class Budget:
     """What is left of one import's budget; ``spend_*`` raises once it runs out."""
 
-    def __init__(self, source: str, *, max_spans: int | None = None, max_items: int | None = None) -> None:
+    def __init__(
+        self, source: str, *, max_spans: int | None = None, max_items: int | None = None, scope: str = "one import"
+    ) -> None:
         self.source = source
+        self.scope = scope
         self.max_spans = max_spans if max_spans is not None else _limit(SPANS_ENV, MAX_SPANS)
         self.max_items = max_items if max_items is not None else _limit(ITEMS_ENV, MAX_ITEMS)
+        self.spans = 0
+        self.items = 0
+
+    def restart(self, source: str) -> None:
+        """Nothing spent yet, for the next document (``source`` names it in errors)."""
+        self.source = source
         self.spans = 0
         self.items = 0
 
@@ -36,7 +52,7 @@ class Budget:
         self.spans += count
         if self.spans > self.max_spans:
             raise TelemetryError(
-                f"{self.source}: more than {self.max_spans:,} spans; one import reads at most that many "
+                f"{self.source}: more than {self.max_spans:,} spans; {self.scope} reads at most that many "
                 f"(pick one run at the source, or raise {SPANS_ENV})"
             )
 
@@ -44,7 +60,7 @@ class Budget:
         self.items += count
         if self.items > self.max_items:
             raise TelemetryError(
-                f"{self.source}: more than {self.max_items:,} messages, attributes and events; one import "
+                f"{self.source}: more than {self.max_items:,} messages, attributes and events; {self.scope} "
                 f"decodes at most that many (a file built to exhaust memory looks like this; raise {ITEMS_ENV} "
                 "if it is real telemetry)"
             )

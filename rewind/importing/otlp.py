@@ -14,6 +14,9 @@ no prefix at all; each framing is tried in turn.
 Log records (the GenAI events of instrumentations that emit content as logs) are
 attached to the span they name by ``spanId``.
 
+These readers hold the whole file; ``import_telemetry`` reads an OTLP JSON lines file a
+line at a time instead (``otlp_lines``, ``streamed``), through the same ``add_request``.
+
 What a file may cost is bounded by what it decodes, not by its size (``limits``): every
 span, attribute, event and array entry is counted, a protobuf message is counted before
 it is parsed (``protobuf_scan``), and a JSON document before it is parsed by its
@@ -52,13 +55,33 @@ _BRACKETS_PER_ITEM = 4
 
 
 class Collected:
-    """Spans and the log records that name a span, as one reader found them."""
+    """Spans and the log records that name a span, as one reader found them.
+
+    This one keeps every span and log record (the readers that hold a whole file). A
+    reader asks ``admit``/``admit_log`` before it decodes a span or a log record, and
+    hands over what it decoded with what it cost (``items``): a subclass keeps only one
+    run, or only a summary (``streamed``).
+    """
 
     def __init__(self, budget: Budget | None = None) -> None:
         self.budget = budget if budget is not None else Budget("telemetry")
         self.spans: list[SpanRecord] = []
         self.logs: dict[str, list[SpanEvent]] = {}
         self.skipped: list[str] = []
+
+    def admit(self, trace_id: str, service: str | None) -> bool:
+        """Whether to decode a span of ``trace_id`` from ``service`` (its ids are valid)."""
+        return True
+
+    def admit_log(self, trace_id: str | None) -> bool:
+        """Whether to decode a log record naming a span, of ``trace_id`` (``None``: it names none)."""
+        return True
+
+    def add_span(self, span: SpanRecord, items: int) -> None:
+        self.spans.append(span)
+
+    def add_log(self, span_id: str, trace_id: str | None, record: SpanEvent, items: int) -> None:
+        self.logs.setdefault(span_id, []).append(record)
 
     def attach_logs(self) -> list[SpanRecord]:
         for span in self.spans:
@@ -103,7 +126,7 @@ def looks_like_json(data: bytes) -> bool:
 def read_json(data: bytes, path: str) -> Collected:
     collected = Collected(Budget(path))
     try:
-        _add_document(collected, 0, parse_json(data, collected.budget))
+        add_document(collected, 0, parse_json(data, collected.budget))
     except RecursionError:
         raise TelemetryError(f"{path}: JSON nested too deeply to be OTLP") from None
     except ValueError:
@@ -115,7 +138,7 @@ def read_json(data: bytes, path: str) -> Collected:
             except (ValueError, RecursionError) as exc:
                 collected.skipped.append(f"{path}:{number}: not JSON ({exc}); line skipped")
                 continue
-            _add_document(collected, number, document)
+            add_document(collected, number, document)
     return collected
 
 
@@ -128,8 +151,9 @@ def parse_json(text: bytes, budget: Budget) -> Any:
     return json.loads(text)
 
 
-def _add_document(collected: Collected, number: int, document: Any) -> None:
-    path = collected.budget.source
+def add_document(collected: Collected, number: int, document: Any, path: str | None = None) -> None:
+    """The requests of one JSON document (an object, or an array of them) of line ``number`` of ``path``."""
+    path = collected.budget.source if path is None else path
     for item in document if isinstance(document, list) else [document]:
         if not isinstance(item, dict):
             collected.skipped.append(f"{path}:{number}: not an OTLP object; skipped")
@@ -142,6 +166,8 @@ def add_request(collected: Collected, request: dict[str, Any]) -> None:
     budget = collected.budget
     for resource_spans in _list(request.get("resourceSpans") or request.get("resource_spans")):
         resource = attributes(_dict(resource_spans.get("resource")).get("attributes"), budget)
+        service = resource.get("service.name")
+        service = service if isinstance(service, str) else None
         scopes = _list(
             resource_spans.get("scopeSpans")
             or resource_spans.get("scope_spans")
@@ -152,11 +178,13 @@ def add_request(collected: Collected, request: dict[str, Any]) -> None:
             for raw in _list(scope_spans.get("spans")):
                 budget.spend_spans()
                 budget.spend_items()
-                span = _span(raw, resource, str(scope.get("name") or ""), budget)
-                if span is None:
+                ids = _ids(raw)
+                if ids is None:
                     collected.skipped.append(f"a span without valid ids ({str(raw.get('name'))[:60]!r}); skipped")
-                else:
-                    collected.spans.append(span)
+                elif collected.admit(ids[0], service):
+                    before = budget.items
+                    span = _span(raw, ids, resource, str(scope.get("name") or ""), budget)
+                    collected.add_span(span, budget.items - before + 1)
     for resource_logs in _list(request.get("resourceLogs") or request.get("resource_logs")):
         for scope_logs in _list(resource_logs.get("scopeLogs") or resource_logs.get("scope_logs")):
             for record in _list(scope_logs.get("logRecords") or scope_logs.get("log_records")):
@@ -164,24 +192,33 @@ def add_request(collected: Collected, request: dict[str, Any]) -> None:
                 span_id = span_id_of(record.get("spanId") or record.get("span_id"), 8)
                 if span_id is None:
                     continue  # content logged outside any span cannot be placed
+                trace_id = span_id_of(record.get("traceId") or record.get("trace_id"), 16)
+                if not collected.admit_log(trace_id):
+                    continue
+                before = budget.items
                 attrs = attributes(record.get("attributes"), budget)
                 name = record.get("eventName") or record.get("event_name") or attrs.get("event.name") or ""
-                collected.logs.setdefault(span_id, []).append(
-                    SpanEvent(
-                        str(name),
-                        time_ns(record.get("timeUnixNano") or record.get("observedTimeUnixNano")),
-                        attrs,
-                        body=any_value(record.get("body"), budget),
-                        log=True,
-                    )
+                event = SpanEvent(
+                    str(name),
+                    time_ns(record.get("timeUnixNano") or record.get("observedTimeUnixNano")),
+                    attrs,
+                    body=any_value(record.get("body"), budget),
+                    log=True,
                 )
+                collected.add_log(span_id, trace_id, event, budget.items - before + 1)
 
 
-def _span(raw: dict[str, Any], resource: dict[str, Any], scope: str, budget: Budget) -> SpanRecord | None:
+def _ids(raw: dict[str, Any]) -> tuple[str, str] | None:
+    """A span's trace and span ids, or ``None`` when either is missing or invalid."""
     trace_id = span_id_of(raw.get("traceId") or raw.get("trace_id"), 16)
     span_id = span_id_of(raw.get("spanId") or raw.get("span_id"), 8)
-    if trace_id is None or span_id is None:
-        return None
+    return None if trace_id is None or span_id is None else (trace_id, span_id)
+
+
+def _span(
+    raw: dict[str, Any], ids: tuple[str, str], resource: dict[str, Any], scope: str, budget: Budget
+) -> SpanRecord:
+    trace_id, span_id = ids
     parent = span_id_of(raw.get("parentSpanId") or raw.get("parent_span_id"), 8)
     status = _dict(raw.get("status"))
     events = []
