@@ -49,6 +49,9 @@ class Sink(Protocol):
 
     def write(self, data: bytes) -> None: ...
 
+    def end(self) -> None:
+        """The answer is complete: a stream's agent sees its body end (once; later calls do nothing)."""
+
     def abort(self) -> None:
         """End the answer short: the agent's client sees a body cut off."""
 
@@ -133,6 +136,12 @@ def _relay_stream(call: Call, matched: Matched, reply: Reply, sink: Sink) -> Non
     except (OSError, http.client.HTTPException) as exc:  # the provider's connection broke mid-stream
         failure = exc
     complete = failure is None and not client_gone and in_band is None
+    if failure is not None:
+        sink.abort()  # the agent sees the body stop short, as it would have without the proxy
+    elif not client_gone:
+        # The agent has every event: let it go on before the step is summarized and written,
+        # as a whole answer's agent does (its body is sent before its step is recorded).
+        _end_or_note_gone(sink)
     stream = {"chunks": chunks, "truncated": not complete}
     if in_band is not None:
         headers = _as_dict(reply.headers)
@@ -143,7 +152,6 @@ def _relay_stream(call: Call, matched: Matched, reply: Reply, sink: Sink) -> Non
         _finish(lambda: call.fail(error, error=record, extra=call.redacted({"stream": stream}, "extra")), call)
         return
     if failure is not None:
-        sink.abort()  # the agent sees the body stop short, as it would have without the proxy
         _finish(
             lambda: call.fail(failure, error=encode_error(failure), extra=call.redacted({"stream": stream}, "extra")),
             call,
@@ -194,6 +202,13 @@ def _write_or_note_gone(sink: Sink, data: bytes) -> None:
         sink.write(data)
     except ClientGone:
         pass  # the provider answered; the agent hung up: the step is still what happened
+
+
+def _end_or_note_gone(sink: Sink) -> None:
+    try:
+        sink.end()
+    except ClientGone:
+        pass  # as above: the step is what the provider sent
 
 
 def _attributes(matched: Matched, data: Any) -> dict[str, Any] | None:
