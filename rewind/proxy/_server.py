@@ -204,6 +204,8 @@ class _Handler(BaseHTTPRequestHandler):
     sys_version = ""
     timeout = 120
     disable_nagle_algorithm = True
+    # Per request (reset by _handle): headers sent, body chunked, cut short, last chunk written.
+    _started = _chunked = _aborted = _ended = False
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # requests hold prompts; the proxy reports steps, not request lines
