@@ -49,6 +49,9 @@ class Sink(Protocol):
 
     def write(self, data: bytes) -> None: ...
 
+    def end(self) -> None:
+        """The answer is complete: a stream's agent sees its body end (once; later calls do nothing)."""
+
     def abort(self) -> None:
         """End the answer short: the agent's client sees a body cut off."""
 
@@ -109,29 +112,14 @@ def _relay_json(call: Call, matched: Matched, reply: Reply, sink: Sink) -> None:
 def _relay_stream(call: Call, matched: Matched, reply: Reply, sink: Sink) -> None:
     route = matched.route
     sink.start(reply.status, relayed_headers(reply.headers), length=None)
-    events = EventSplitter()
-    chunks: list[Any] = []
-    in_band: Any = None  # the provider's error event (Anthropic, the Responses API): the step's error
-    client_gone = False
-    failure: Exception | None = None
-    try:
-        for piece in reply.pieces():
-            if not client_gone:
-                try:
-                    sink.write(piece)
-                except ClientGone:
-                    client_gone = True  # the agent stopped reading: what it got is the step
-            for data in events.feed(piece):
-                if in_band is not None:
-                    continue  # the SDK raised at the error event: nothing after it reached the agent
-                if route.is_error(data):
-                    in_band = data
-                elif route.delivers(data):
-                    chunks.append(route.chunk_in(data))
-            if client_gone:
-                break
-    except (OSError, http.client.HTTPException) as exc:  # the provider's connection broke mid-stream
-        failure = exc
+    pieces, client_gone, failure = _relay_pieces(reply, sink)
+    if failure is None and not client_gone:
+        # The agent has every event: let it go on before the stream is parsed and its step
+        # written, as a whole answer's agent does (its body is sent before its step is recorded).
+        _end_or_note_gone(sink)
+    chunks, in_band = _stream_events(route, pieces)
+    if failure is not None and in_band is None:
+        sink.abort()  # the agent sees the body stop short, as it would have without the proxy
     complete = failure is None and not client_gone and in_band is None
     stream = {"chunks": chunks, "truncated": not complete}
     if in_band is not None:
@@ -143,7 +131,6 @@ def _relay_stream(call: Call, matched: Matched, reply: Reply, sink: Sink) -> Non
         _finish(lambda: call.fail(error, error=record, extra=call.redacted({"stream": stream}, "extra")), call)
         return
     if failure is not None:
-        sink.abort()  # the agent sees the body stop short, as it would have without the proxy
         _finish(
             lambda: call.fail(failure, error=encode_error(failure), extra=call.redacted({"stream": stream}, "extra")),
             call,
@@ -160,6 +147,39 @@ def _relay_stream(call: Call, matched: Matched, reply: Reply, sink: Sink) -> Non
         ),
         call,
     )
+
+
+def _relay_pieces(reply: Reply, sink: Sink) -> tuple[list[bytes], bool, Exception | None]:
+    """Relay the body to the agent piece by piece, each written as soon as it is read (nothing
+    else happens between a read and its write), until it ends, the provider's connection
+    breaks (the exception) or the agent hangs up (``True``). Returns the pieces read."""
+    pieces: list[bytes] = []
+    client_gone = False
+    try:
+        for piece in reply.pieces():
+            pieces.append(piece)
+            try:
+                sink.write(piece)
+            except ClientGone:
+                client_gone = True  # the agent stopped reading: what it got is the step
+                break
+    except (OSError, http.client.HTTPException) as exc:  # the provider's connection broke mid-stream
+        return pieces, client_gone, exc
+    return pieces, client_gone, None
+
+
+def _stream_events(route: WireRoute, pieces: Iterable[bytes]) -> tuple[list[Any], Any]:
+    """The relayed stream's recorded chunks, and the provider's error event if it sent one (the
+    step's error: Anthropic, the Responses API). Fed piece by piece, as the pieces arrived."""
+    events = EventSplitter()
+    chunks: list[Any] = []
+    for piece in pieces:
+        for data in events.feed(piece):
+            if route.is_error(data):
+                return chunks, data  # the SDK raised at the error event: nothing after it reached the agent
+            if route.delivers(data):
+                chunks.append(route.chunk_in(data))
+    return chunks, None
 
 
 def _relay_error(call: Call, matched: Matched, reply: Reply, sink: Sink) -> None:
@@ -194,6 +214,13 @@ def _write_or_note_gone(sink: Sink, data: bytes) -> None:
         sink.write(data)
     except ClientGone:
         pass  # the provider answered; the agent hung up: the step is still what happened
+
+
+def _end_or_note_gone(sink: Sink) -> None:
+    try:
+        sink.end()
+    except ClientGone:
+        pass  # as above: the step is what the provider sent
 
 
 def _attributes(matched: Matched, data: Any) -> dict[str, Any] | None:

@@ -204,6 +204,8 @@ class _Handler(BaseHTTPRequestHandler):
     sys_version = ""
     timeout = 120
     disable_nagle_algorithm = True
+    # Per request (reset by _handle): headers sent, body chunked, cut short, last chunk written.
+    _started = _chunked = _aborted = _ended = False
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # requests hold prompts; the proxy reports steps, not request lines
@@ -248,6 +250,19 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             raise _exchange.ClientGone(str(exc)) from exc
 
+    def end(self) -> None:
+        """A stream's last chunk, written once: the exchange may end it early, before its step is
+        recorded, and the handler ends whatever the exchange left open."""
+        if not self._chunked or self._ended or self._aborted:
+            return
+        self._ended = True
+        try:
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except _DISCONNECTS as exc:
+            self.close_connection = True
+            raise _exchange.ClientGone(str(exc)) from exc
+
     def abort(self) -> None:
         self._aborted = True
         self.close_connection = True
@@ -256,23 +271,15 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
-    def _end_body(self) -> None:
-        if self._chunked and not self._aborted:
-            try:
-                self.wfile.write(b"0\r\n\r\n")
-                self.wfile.flush()
-            except _DISCONNECTS:
-                self.close_connection = True
-
     # -- one request -----------------------------------------------------------------------
     def _handle(self) -> None:
-        self._started = self._chunked = self._aborted = False
+        self._started = self._chunked = self._aborted = self._ended = False
         proxy = self.server.proxy
         assert proxy._context is not None
         self.server.exchange_started()
         try:
             proxy._context.copy().run(self._exchange, proxy)
-            self._end_body()
+            self.end()
         except _exchange.ClientGone:
             self.close_connection = True
         except Exception as exc:  # a bug of ours answers 500 rather than leaving the agent waiting
