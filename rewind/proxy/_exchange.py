@@ -342,8 +342,14 @@ class EventSplitter:
 
     def __init__(self) -> None:
         self._buffer = b""
+        #: A piece's final ``\r``, held back: its ``\n`` may open the next piece.
+        self._carriage = b""
 
     def feed(self, piece: bytes) -> list[Any]:
+        piece = self._carriage + piece
+        self._carriage = b"\r" if piece.endswith(b"\r") else b""
+        if self._carriage:
+            piece = piece[:-1]
         self._buffer += piece.replace(b"\r\n", b"\n")
         out: list[Any] = []
         while b"\n\n" in self._buffer:
