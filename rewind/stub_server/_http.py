@@ -306,7 +306,13 @@ class Exchange(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length > 0 else b""
 
     def _send_head(
-        self, status: int, content_type: str, extra: Iterable[tuple[str, str]] = (), length: int | None = None
+        self,
+        status: int,
+        content_type: str,
+        extra: Iterable[tuple[str, str]] = (),
+        length: int | None = None,
+        *,
+        keep_alive: bool = False,
     ) -> None:
         self.send_response(status)
         self.send_header("Content-Type", content_type)
@@ -317,8 +323,9 @@ class Exchange(BaseHTTPRequestHandler):
             self.send_header(name, value)
         if length is None:
             self.send_header("Cache-Control", "no-cache")
-            self.send_header("Connection", "close")
-            self.close_connection = True
+            if not keep_alive:
+                self.send_header("Connection", "close")
+                self.close_connection = True
         else:
             self.send_header("Content-Length", str(length))
         self.end_headers()
@@ -344,25 +351,40 @@ class Exchange(BaseHTTPRequestHandler):
         stub = self.stub
         error_after = turn.stream_error_after if turn is not None else None
         error_spec = turn.error if turn is not None else None
-        # Without an in-band error event, the only failure a client can see is a body
-        # that stops short: chunked framing without its terminating chunk does that.
+        # A stream goes out as the providers send theirs: chunked, on a connection kept
+        # alive for the next call (an HTTP/1.0 client gets the body up to a close). Without
+        # an in-band error event, the only failure a client can see is a body that stops
+        # short: chunked framing without its terminating chunk, then a close, does that.
         drop = error_after is not None and make_error is None
-        self._send_head(200, content_type, [("Transfer-Encoding", "chunked")] if drop else ())
+        chunked = drop or self.request_version == "HTTP/1.1"
+        framing = [("Transfer-Encoding", "chunked")] if chunked else []
+        self._send_head(200, content_type, framing, keep_alive=chunked and not drop)
         sent_content = 0
         for seq, event in enumerate(events):
             cut = event.kind == "final" or (event.kind == "content" and sent_content >= (error_after or 0))
             if error_after is not None and cut:
                 if make_error is not None:
-                    self._write(encode(make_error(error_spec, seq)))
+                    self._send_piece(encode(make_error(error_spec, seq)), chunked)
+                    self._end_chunks(chunked)
                 return
             if numbered and isinstance(event.data, dict):
                 event.data["sequence_number"] = seq
-            data = encode(event)
-            self._write(b"%x\r\n%s\r\n" % (len(data), data) if drop else data)
+            self._send_piece(encode(event), chunked)
             if event.kind == "content":
                 sent_content += 1
             if stub.stream_delay > 0:
                 time.sleep(stub.stream_delay)
+        self._end_chunks(chunked and not drop)
+
+    def _send_piece(self, data: bytes, chunked: bool) -> None:
+        if chunked and data:  # an empty chunk would end the body
+            self._write(b"%x\r\n%s\r\n" % (len(data), data))
+        elif data:
+            self._write(data)
+
+    def _end_chunks(self, chunked: bool) -> None:
+        if chunked:
+            self._write(b"0\r\n\r\n")
 
     # ----------------------------------------------------------------- routing
 
