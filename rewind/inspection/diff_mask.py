@@ -66,6 +66,10 @@ def mask(value: Any, key: str | None = None, *, provider: bool = False, texts: d
 def _mask_text(value: str) -> str:
     if _VOLATILE_WHOLE.match(value):
         return "<id>"
+    # Both patterns inside a text (a uuid, a date) hold a dash; prose without one is
+    # left as it is without running the pattern at every position (~15 us a message).
+    if "-" not in value:
+        return value
     return _VOLATILE_INSIDE.sub("<time/id>", value)
 
 
@@ -77,27 +81,36 @@ def same_json(a: Any, b: Any, *, masked: bool, provider: bool = False, texts: di
 
 
 def _same(a: Any, b: Any, key: str | None, masked: bool, provider: bool, texts: dict[str, str] | None) -> bool:
-    if isinstance(a, dict):
+    # Loops rather than all(<generator>) (SIM110): this runs per node of every payload
+    # compared, and a generator costs ~40% more per element.
+    kind = type(a)
+    if kind is str and type(b) is str and a == b:
+        return True  # masking is a function of the value and its key: equal stays equal
+    if kind is dict or isinstance(a, dict):
         if not isinstance(b, dict):
             return False
-        if masked:
+        if masked and not (_DROPPED_KEYS.isdisjoint(a) and _DROPPED_KEYS.isdisjoint(b)):
             kept_a = [k for k in a if k not in _DROPPED_KEYS]
             if len(kept_a) != sum(1 for k in b if k not in _DROPPED_KEYS):
                 return False
         else:
-            kept_a = list(a)
+            kept_a = a
             if len(a) != len(b):
                 return False
-        return all(k in b and _same(a[k], b[k], k, masked, provider, texts) for k in kept_a)
-    if isinstance(a, list):
+        for k in kept_a:  # noqa: SIM110
+            if k not in b or not _same(a[k], b[k], k, masked, provider, texts):
+                return False
+        return True
+    if kind is list or isinstance(a, list):
         if not isinstance(b, list) or len(a) != len(b):
             return False
-        return all(_same(x, y, None, masked, provider, texts) for x, y in zip(a, b))
+        for x, y in zip(a, b):  # noqa: SIM110
+            if not _same(x, y, None, masked, provider, texts):
+                return False
+        return True
     if isinstance(b, (dict, list)):
         return False
     if masked:
-        if type(a) is str and type(b) is str and a == b:
-            return True  # masking is a function of the value and its key: equal stays equal
         a = mask(a, key, provider=provider, texts=texts)
         b = mask(b, key, provider=provider, texts=texts)
     # The JSON spellings agree: same type (1, 1.0 and true are three spellings), and a
