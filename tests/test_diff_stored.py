@@ -108,15 +108,26 @@ def test_a_request_key_nested_in_the_response_or_the_request(tmp_path: Path) -> 
     nested_request["request"] = {"request": {"messages": ["a"]}, "tail": 1}
     other_request = chat("hi")
     other_request["request"] = {"request": {"messages": ["b"]}, "tail": 1}
-    a = write(tmp_path / "a.rewind", [nested_response, nested_request, nested_request])
-    b = write(tmp_path / "b.rewind", [chat("hi"), other_request, nested_request])
+    # The same response with a key named request in it, and different requests: the cut
+    # at the nested key leaves equal heads, and request parts that are not one object.
+    nested_other = {**nested_response, "request": chat("bye")["request"]}
+    same_nested = {**nested_response, "response": {"id": "r2", "request": {"x": 1}}}
+    # ... and responses that differ only after such a key: equal heads again.
+    after_a = {**nested_response, "response": {"id": "r1", "request": {"x": 1}, "z": 1}}
+    after_b = {**nested_response, "response": {"id": "r1", "request": {"x": 1}, "z": 2}}
+    a = write(
+        tmp_path / "a.rewind", [nested_response, nested_request, nested_request, nested_response, same_nested, after_a]
+    )
+    b = write(
+        tmp_path / "b.rewind", [chat("hi"), other_request, nested_request, nested_other, nested_response, after_b]
+    )
     for exact in (False, True):
         assert_same_as_reading(a, b, exact=exact)
     # The cut at the first ``,"request":`` is inside the response: the head does not parse.
     assert parse_head(stored_parts(stored_body(Trace.open(a)[0]) or b"")[0]) is None  # type: ignore[index]
 
 
-def test_the_same_head_on_both_sides_is_parsed_once_and_proves_the_cut(tmp_path: Path) -> None:
+def test_stored_parts_and_their_strict_parsers(tmp_path: Path) -> None:
     a = write(tmp_path / "a.rewind", [chat("hi")])
     event = Trace.open(a)[0]
     body = stored_body(event)

@@ -108,9 +108,11 @@ class Side:
         unread, and a part that differs is parsed and walked. ``None`` when a body is not
         stored, or does not cut or parse so: the caller reads the events.
 
-        The head (response or error, extras) is parsed even when both sides hold the same
-        bytes: it is what proves the cut. An equal request is not parsed, as an equal
-        body is not; with ``exact`` a request is its fingerprint and not read."""
+        A part that is the same bytes on both sides is not parsed, as an equal body is
+        not (``same_stored``); with ``exact`` a request is its fingerprint and not read.
+        What is parsed proves the cut: heads that parse as whole fields, or requests
+        that each parse as one object, which a cut inside the response (or one with
+        fields after the request) cannot give."""
         body_a, body_b = stored_body(ea), stored_body(eb)
         if body_a is None or body_b is None:
             return None
@@ -120,15 +122,14 @@ class Side:
         if cut_a is None or cut_b is None:
             return None
         (head_a, request_a), (head_b, request_b) = cut_a, cut_b
-        fields_a = parse_head(head_a)
-        if fields_a is None:
-            return None
         texts, provider = self._texts, ea.kind == "llm"
         if head_a == head_b:
             same_outcome = ea.ok == eb.ok
+            if (self.exact or request_a == request_b) and parse_head(head_a) is None:
+                return None  # no request is parsed, so the head must prove the cut
         else:
-            fields_b = parse_head(head_b)
-            if fields_b is None:
+            fields_a, fields_b = parse_head(head_a), parse_head(head_b)
+            if fields_a is None or fields_b is None:
                 return None
             result_a, result_b = _result_of(ea.ok, fields_a), _result_of(eb.ok, fields_b)
             same_outcome = same_json(result_a, result_b, masked=not self.exact, provider=provider, texts=texts)
