@@ -54,6 +54,13 @@ def _lcs(
     """Weighted LCS: an identical pair scores 2, a pair sharing only kind and name 1."""
     n, m = len(ra), len(rb)
     a0, b0 = ra.start, rb.start
+    if _all_pairs_alike(ra, rb, ka, kb, sa, sb):
+        # Every pair weighs 1, so the table is min(n - i, m - j) and the walk below pairs
+        # the steps in place, then leaves the longer side's rest unpaired.
+        yield from zip(ra, rb)
+        yield from ((a0 + k, None) for k in range(m, n))
+        yield from ((None, b0 + k) for k in range(n, m))
+        return
     pair_weight = 1
     table = [[0] * (m + 1) for _ in range(n + 1)]
     for i in range(n - 1, -1, -1):
@@ -85,6 +92,19 @@ def _lcs(
         yield a0 + k, None
     for k in range(j, m):
         yield None, b0 + k
+
+
+def _all_pairs_alike(
+    ra: range, rb: range, ka: Sequence[Any], kb: Sequence[Any], sa: Mapping[int, str], sb: Mapping[int, str]
+) -> bool:
+    """Whether every step of both middles has one identity and no step of A's is
+    identical to one of B's: a run of one call (a chat agent) that diverged."""
+    if not ra or not rb:
+        return False
+    key = ka[ra.start]
+    if any(ka[i] != key for i in ra) or any(kb[j] != key for j in rb):
+        return False
+    return {sa[i] for i in ra}.isdisjoint(sb[j] for j in rb)
 
 
 def _blocks(ra: range, rb: range, ka: Sequence[Any], kb: Sequence[Any]) -> Iterator[tuple[int | None, int | None]]:
