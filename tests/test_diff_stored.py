@@ -8,6 +8,7 @@ and walking every payload. Both must give the same rows, for any pair of runs.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from pathlib import Path
 from typing import Any
@@ -223,3 +224,12 @@ def test_stored_comparison_agrees_with_reading(tmp_path: Path, runs: Any, exact:
     a = write(tmp_path / "a.rewind", runs[0])
     b = write(tmp_path / "b.rewind", runs[1])
     assert_same_as_reading(a, b, exact=exact)
+
+
+@given(st.one_of(_json, st.sampled_from(["\ud800", 2**70, {"b": 1, "a": [1.5e300, -0.0]}])))
+def test_signatures_hash_the_canonical_json(value: Any) -> None:
+    from rewind.data.canonical import canonical_json
+    from rewind.inspection.diff_steps import _digest
+
+    expected = hashlib.sha256(canonical_json(value).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    assert _digest(value) == expected

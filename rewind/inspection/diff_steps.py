@@ -22,7 +22,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from rewind.data.canonical import canonical_json
+from rewind.data.canonical import canonical_json, fast_dumps
 from rewind.storage.trace import Event, Trace
 
 from .diff_mask import mask as _mask
@@ -186,7 +186,12 @@ def same(side_a: Side, i: int, side_b: Side, j: int) -> bool:
 
 
 def _digest(value: Any) -> str:
-    return hashlib.sha256(canonical_json(value).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    # fast_dumps gives the canonical JSON's exact bytes (orjson's, where they are provably
+    # the standard library's), or None, and then the standard library spells it.
+    text = fast_dumps(value, sort_keys=True)
+    if text is None:
+        text = canonical_json(value).encode("utf-8", "surrogatepass")
+    return hashlib.sha256(text).hexdigest()[:32]
 
 
 __all__ = ["Side", "compare", "same"]
