@@ -113,9 +113,8 @@ class _ScoredOnRead(DiffEntry):
         step: int,
         changes: tuple[str, ...] = (),
     ) -> None:
-        for name, value in (("op", op), ("a", a), ("b", b), ("step", step), ("changes", changes)):
-            object.__setattr__(self, name, value)
-        object.__setattr__(self, "_similarity", similarity)
+        # Frozen: the fields go straight into the instance's dict (one call, not six).
+        self.__dict__.update(op=op, a=a, b=b, step=step, changes=changes, _similarity=similarity)
 
     @property
     def similarity(self) -> float:
