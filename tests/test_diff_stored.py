@@ -32,7 +32,7 @@ def rows(diff: TraceDiff) -> list[tuple[Any, ...]]:
 def write(path: Path, steps: list[dict[str, Any]], *, externalize: int | None = None) -> Path:
     events = []
     for seq, step in enumerate(steps):
-        extra = {key: step[key] for key in ("stream", "function") if key in step}
+        extra: dict[str, Any] = {key: step[key] for key in ("stream", "function") if key in step}
         event = Event(
             seq,
             step["kind"],
@@ -125,7 +125,9 @@ def test_a_request_key_nested_in_the_response_or_the_request(tmp_path: Path) -> 
     for exact in (False, True):
         assert_same_as_reading(a, b, exact=exact)
     # The cut at the first ``,"request":`` is inside the response: the head does not parse.
-    assert parse_head(stored_parts(stored_body(Trace.open(a)[0]) or b"")[0]) is None  # type: ignore[index]
+    body = stored_body(Trace.open(a)[0])
+    cut = stored_parts(body) if body is not None else None
+    assert cut is not None and parse_head(cut[0]) is None
 
 
 def test_stored_parts_and_their_strict_parsers(tmp_path: Path) -> None:
@@ -133,7 +135,9 @@ def test_stored_parts_and_their_strict_parsers(tmp_path: Path) -> None:
     event = Trace.open(a)[0]
     body = stored_body(event)
     assert body is not None
-    head, request = stored_parts(body)  # type: ignore[misc]
+    cut = stored_parts(body)
+    assert cut is not None
+    head, request = cut
     assert parse_head(head) == {"response": event.response, "function": "agent:chat"}
     assert parse_request(request) == event.request
     assert parse_head(b',"response":{"a":1') is None  # an object left open: not the request's cut
