@@ -285,6 +285,7 @@ def render_text(diff: TraceDiff, *, context: int = 1, verbose: bool = False, col
     width = min(width, 40)
     # A hybrid run's rows say which steps ran live, so every row is shown.
     shown = list(range(len(diff.entries))) if any(diff.hybrid) else _visible_rows(diff.entries, context)
+    texts: dict[str, str] = {}  # masked strings, shared by the rows (see diff_mask.mask)
     previous = -1
     for index in shown:
         if index - previous > 1:
@@ -298,7 +299,7 @@ def render_text(diff: TraceDiff, *, context: int = 1, verbose: bool = False, col
             row += paint("   ◀ first divergence", "1")
         lines.append(row)
         if entry.op != EQUAL:
-            lines.extend("        " + line for line in _details(entry, verbose))
+            lines.extend("        " + line for line in _details(entry, verbose, texts))
     if diff.entries and len(diff.entries) - 1 > previous:
         lines.append(paint(f"  ⋮  {_steps(len(diff.entries) - 1 - previous)} equal", "2"))
     lines.append("")
@@ -361,7 +362,9 @@ def _row(entry: DiffEntry, width: int) -> str:
     return head.rstrip()
 
 
-def _details(entry: DiffEntry, verbose: bool) -> list[str]:
+def _details(entry: DiffEntry, verbose: bool, texts: dict[str, str]) -> list[str]:
+    """The lines under a row that is not equal; ``texts`` caches masked strings across
+    rows (consecutive requests re-send the same history)."""
     if entry.op in (DELETED, INSERTED):
         event = entry.a if entry.a is not None else entry.b
         assert event is not None
@@ -380,7 +383,8 @@ def _details(entry: DiffEntry, verbose: bool) -> list[str]:
     out = []
     provider = a.kind == "llm"
     if "request" in entry.changes:
-        out.extend(_path_lines(_mask(a.request, provider=provider), _mask(b.request, provider=provider), "request"))
+        left, right = _mask(a.request, provider=provider, texts=texts), _mask(b.request, provider=provider, texts=texts)
+        out.extend(_path_lines(left, right, "request"))
     if "outcome" in entry.changes or "error" in entry.changes:
         out.append(f"A: {outcome(a, 100)}")
         out.append(f"B: {outcome(b, 100)}")
@@ -390,7 +394,8 @@ def _details(entry: DiffEntry, verbose: bool) -> list[str]:
             out.append(f"A: {clip(text_a, 100)}")
             out.append(f"B: {clip(text_b, 100)}")
         else:
-            left, right = _mask(_outcome_value(a), provider=provider), _mask(_outcome_value(b), provider=provider)
+            left = _mask(_outcome_value(a), provider=provider, texts=texts)
+            right = _mask(_outcome_value(b), provider=provider, texts=texts)
             out.extend(_path_lines(left, right, "response"))
     return out
 
