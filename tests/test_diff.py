@@ -7,7 +7,7 @@ import pytest
 from rewind_runs import chat_response, record_calls, record_long, record_trip
 
 import rewind
-from rewind.inspection import diff as diff_module
+from rewind.inspection import diff_align
 from rewind.inspection.diff import CHANGED, DELETED, EQUAL, INSERTED, DiffEntry, TraceDiff, diff_traces, render_text
 
 
@@ -200,7 +200,7 @@ def test_large_traces_fall_back_to_block_alignment(tmp_path: Path, monkeypatch: 
     a = record_long(tmp_path / "a.rewind", 60)
     b = record_long(tmp_path / "b.rewind", 61)
     exact = diff_traces(a, b)
-    monkeypatch.setattr(diff_module, "_DP_LIMIT", 10)
+    monkeypatch.setattr(diff_align, "DP_LIMIT", 10)
     fallback = diff_traces(a, b)
     assert ops(fallback) == ops(exact)
     assert ops(exact)[-1] == (INSERTED, None, 60)

@@ -19,21 +19,19 @@ from __future__ import annotations
 
 import difflib
 import functools
-import hashlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewind.data.canonical import canonical_json
 from rewind.data.escape import inert
 from rewind.inspection.provenance import edit_provenance, hybrid_provenance
 from rewind.matching.similarity import lexical_similarity
 from rewind.storage.trace import Event, PathLike, Trace
 
+from .diff_align import align
 from .diff_mask import mask as _mask
-from .diff_mask import same_json
+from .diff_steps import Side, compare
 from .preview import answer_text, clip, compact, outcome, pretty
-from .stored_body import bodies_stored, body_key, same_stored
 
 EQUAL = "equal"
 CHANGED = "changed"
@@ -42,10 +40,6 @@ INSERTED = "inserted"
 
 _SYMBOL = {EQUAL: " ", CHANGED: "~", DELETED: "-", INSERTED: "+"}
 _COLOR = {CHANGED: "33", DELETED: "31", INSERTED: "32"}
-
-# Beyond this many cells the exact alignment gets slow in pure Python; difflib's
-# matching-blocks alignment (close to LCS in practice) takes over.
-_DP_LIMIT = 2_000_000
 
 # -- public types -------------------------------------------------------------------
 
@@ -119,9 +113,8 @@ class _ScoredOnRead(DiffEntry):
         step: int,
         changes: tuple[str, ...] = (),
     ) -> None:
-        for name, value in (("op", op), ("a", a), ("b", b), ("step", step), ("changes", changes)):
-            object.__setattr__(self, name, value)
-        object.__setattr__(self, "_similarity", similarity)
+        # Frozen: the fields go straight into the instance's dict (one call, not six).
+        self.__dict__.update(op=op, a=a, b=b, step=step, changes=changes, _similarity=similarity)
 
     @property
     def similarity(self) -> float:
@@ -191,105 +184,6 @@ class TraceDiff:
 # -- diffing --------------------------------------------------------------------------
 
 
-class _Side:
-    """One trace's steps and their content signatures, each computed on first need.
-
-    A step's signature (its masked request and outcome, hashed) costs a parse, a mask
-    and a canonical dump of its whole body; most steps of two related runs are equal,
-    and equal stored bytes prove that without any of it (``stored_body``). So the
-    signatures are only computed for steps whose stored bytes have no twin on the
-    other side at the position being compared.
-    """
-
-    def __init__(self, trace: Trace, exact: bool, shared: dict[bytes, tuple[str, str]]) -> None:
-        self.events: list[Event] = list(trace.events)
-        self.keys = [(e.kind, e.name) for e in self.events]
-        self.exact = exact
-        self._texts: dict[str, str] = {}  # masked strings, see _mask
-        self.stored = bodies_stored(trace)
-        # Signatures by body key, shared by both sides: a body seen twice is hashed once.
-        self._shared = shared
-        self._parts: list[tuple[str, str] | None] = [None] * len(self.events)
-
-    def parts(self, index: int) -> tuple[str, str]:
-        """The request and outcome signatures of step ``index``."""
-        parts = self._parts[index]
-        if parts is None:
-            raw = body_key(self.events[index], with_fingerprint=self.exact) if self.stored else None
-            parts = self._shared.get(raw) if raw is not None else None
-            if parts is None:
-                event = self.events[index]
-                request, result = self.views(event)
-                parts = (event.fingerprint if self.exact else _digest(request), _digest(result))
-                if raw is not None:
-                    self._shared[raw] = parts
-            self._parts[index] = parts
-        return parts
-
-    def sig(self, index: int) -> str:
-        request, result = self.parts(index)
-        return f"{request}:{result}"
-
-    def compare(self, index: int, other: _Side, other_index: int) -> tuple[bool, bool]:
-        """Whether the request and the outcome of step ``index`` are the same as those
-        of ``other``'s step ``other_index``, from signatures when both sides have them,
-        else by walking both payloads, which stops at their first difference."""
-        mine, theirs = self._parts[index], other._parts[other_index]
-        if mine is not None and theirs is not None:
-            return mine[0] == theirs[0], mine[1] == theirs[1]
-        ea, eb = self.events[index].hydrated(), other.events[other_index].hydrated()
-        masked = not self.exact
-        texts, provider = self._texts, ea.kind == "llm"
-        # The outcome first: reading it parses a small line whole (and the copy keeps it),
-        # so the request is then read from memory.
-        same_outcome = same_json(_result(ea), _result(eb), masked=masked, provider=provider, texts=texts)
-        if self.exact:
-            same_request = ea.fingerprint == eb.fingerprint
-        else:
-            same_request = same_json(ea.request, eb.request, masked=True, provider=provider, texts=texts)
-        return same_request, same_outcome
-
-    def views(self, event: Event) -> tuple[Any, Any]:
-        # A lazily opened step would parse its line for each part read; a hydrated copy
-        # parses it once (and is dropped with the views).
-        event = event.hydrated()
-        result = _result(event)
-        if self.exact:
-            return event.request, result
-        provider = event.kind == "llm"
-        texts = self._texts
-        return _mask(event.request, provider=provider, texts=texts), _mask(result, provider=provider, texts=texts)
-
-
-def _result(event: Event) -> dict[str, Any]:
-    """What a step's outcome is compared by: ok, and the response (and stream) or error."""
-    result: dict[str, Any] = {"ok": event.ok}
-    if event.ok:
-        result["response"] = event.response
-        stream = event.get("stream")
-        if stream is not None:
-            result["stream"] = stream
-    else:
-        result["error"] = event.error
-    return result
-
-
-def _compare(side_a: _Side, i: int, side_b: _Side, j: int) -> tuple[bool, bool]:
-    """Whether step ``i`` of A and step ``j`` of B have the same request, and outcome."""
-    stored = side_a.stored and side_b.stored
-    if stored and same_stored(side_a.events[i], side_b.events[j], by_fingerprint=side_a.exact):
-        return True, True
-    return side_a.compare(i, side_b, j)
-
-
-def _same(side_a: _Side, i: int, side_b: _Side, j: int) -> bool:
-    return _compare(side_a, i, side_b, j) == (True, True)
-
-
-def _digest(value: Any) -> str:
-    return hashlib.sha256(canonical_json(value).encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
 def diff_traces(a: Trace | PathLike, b: Trace | PathLike, *, exact: bool = False) -> TraceDiff:
     """Align two runs (paths or ``Trace`` objects) and classify every step.
 
@@ -299,8 +193,8 @@ def diff_traces(a: Trace | PathLike, b: Trace | PathLike, *, exact: bool = False
     trace_a = a if isinstance(a, Trace) else Trace.open(a)
     trace_b = b if isinstance(b, Trace) else Trace.open(b)
     shared: dict[bytes, tuple[str, str]] = {}
-    side_a, side_b = _Side(trace_a, exact, shared), _Side(trace_b, exact, shared)
-    entries = [_entry(side_a, side_b, i, j) for i, j in _align(side_a, side_b)]
+    side_a, side_b = Side(trace_a, exact, shared), Side(trace_b, exact, shared)
+    entries = [_entry(side_a, side_b, i, j) for i, j in align(side_a, side_b)]
     notes = []
     for label, trace in (("A", trace_a), ("B", trace_b)):
         if trace.torn_tail:
@@ -320,7 +214,7 @@ def diff_traces(a: Trace | PathLike, b: Trace | PathLike, *, exact: bool = False
     )
 
 
-def _entry(side_a: _Side, side_b: _Side, i: int | None, j: int | None) -> DiffEntry:
+def _entry(side_a: Side, side_b: Side, i: int | None, j: int | None) -> DiffEntry:
     if i is None:
         assert j is not None
         event = side_b.events[j]
@@ -329,7 +223,9 @@ def _entry(side_a: _Side, side_b: _Side, i: int | None, j: int | None) -> DiffEn
         event = side_a.events[i]
         return DiffEntry(DELETED, event, None, 0.0, event.seq)
     ea, eb = side_a.events[i], side_b.events[j]
-    same_request, same_outcome = _compare(side_a, i, side_b, j)
+    if side_a.equal_to.get(i) == j:
+        return DiffEntry(EQUAL, ea, eb, 1.0, ea.seq)
+    same_request, same_outcome = compare(side_a, i, side_b, j)
     if same_request and same_outcome:
         return DiffEntry(EQUAL, ea, eb, 1.0, ea.seq)
     changes: list[str] = []
@@ -346,7 +242,7 @@ def _entry(side_a: _Side, side_b: _Side, i: int | None, j: int | None) -> DiffEn
     return _ScoredOnRead(CHANGED, ea, eb, score, ea.seq, tuple(changes))
 
 
-def _similarity(side_a: _Side, side_b: _Side, ea: Event, eb: Event) -> float:
+def _similarity(side_a: Side, side_b: Side, ea: Event, eb: Event) -> float:
     """How alike two paired steps are: the measure fuzzy replay and divergence reports use.
 
     Over the whole payloads: a prefix cut-off scored a change past it 100%, and
@@ -361,91 +257,6 @@ def percent(similarity: float) -> str:
     """``similarity`` as a whole percentage; a changed pair never reads ``100%``."""
     shown = round(similarity * 100)
     return f"{min(shown, 99) if similarity < 1 else 100}%"
-
-
-def _align(side_a: _Side, side_b: _Side) -> list[tuple[int | None, int | None]]:
-    n, m = len(side_a.events), len(side_b.events)
-    ka, kb = side_a.keys, side_b.keys
-    # Identical heads and tails pair up directly; only the middle needs aligning.
-    head = 0
-    while head < n and head < m and ka[head] == kb[head] and _same(side_a, head, side_b, head):
-        head += 1
-    tail = 0
-    while tail < min(n, m) - head:
-        x, y = n - 1 - tail, m - 1 - tail
-        if ka[x] != kb[y] or not _same(side_a, x, side_b, y):
-            break
-        tail += 1
-    pairs: list[tuple[int | None, int | None]] = [(k, k) for k in range(head)]
-    middle_a = range(head, n - tail)
-    middle_b = range(head, m - tail)
-    if len(middle_a) * len(middle_b) <= _DP_LIMIT:
-        # Signatures only where the exact alignment weighs them: the middle.
-        sa = {i: side_a.sig(i) for i in middle_a}
-        sb = {j: side_b.sig(j) for j in middle_b}
-        pairs.extend(_lcs(middle_a, middle_b, ka, kb, sa, sb))
-    else:
-        pairs.extend(_blocks(middle_a, middle_b, ka, kb))
-    pairs.extend((n - tail + k, m - tail + k) for k in range(tail))
-    return pairs
-
-
-def _lcs(
-    ra: range, rb: range, ka: Sequence[Any], kb: Sequence[Any], sa: Mapping[int, str], sb: Mapping[int, str]
-) -> Iterator[tuple[int | None, int | None]]:
-    """Weighted LCS: an identical pair scores 2, a pair sharing only kind and name 1."""
-    n, m = len(ra), len(rb)
-    a0, b0 = ra.start, rb.start
-    pair_weight = 1
-    table = [[0] * (m + 1) for _ in range(n + 1)]
-    for i in range(n - 1, -1, -1):
-        row, below = table[i], table[i + 1]
-        key, sig = ka[a0 + i], sa[a0 + i]
-        for j in range(m - 1, -1, -1):
-            best = below[j] if below[j] >= row[j + 1] else row[j + 1]
-            if key == kb[b0 + j]:
-                score = below[j + 1] + pair_weight + (1 if sig == sb[b0 + j] else 0)
-                if score > best:
-                    best = score
-            row[j] = best
-    i = j = 0
-    while i < n and j < m:
-        if ka[a0 + i] == kb[b0 + j]:
-            score = table[i + 1][j + 1] + pair_weight + (1 if sa[a0 + i] == sb[b0 + j] else 0)
-            if table[i][j] == score:
-                yield a0 + i, b0 + j
-                i += 1
-                j += 1
-                continue
-        if table[i + 1][j] >= table[i][j + 1]:
-            yield a0 + i, None
-            i += 1
-        else:
-            yield None, b0 + j
-            j += 1
-    for k in range(i, n):
-        yield a0 + k, None
-    for k in range(j, m):
-        yield None, b0 + k
-
-
-def _blocks(ra: range, rb: range, ka: Sequence[Any], kb: Sequence[Any]) -> Iterator[tuple[int | None, int | None]]:
-    ids: dict[Any, int] = {}
-    left = [ids.setdefault(ka[i], len(ids)) for i in ra]
-    right = [ids.setdefault(kb[j], len(ids)) for j in rb]
-    if left == right:  # what the matcher would find, without its quadratic search
-        yield from zip(ra, rb)
-        return
-    matcher = difflib.SequenceMatcher(None, left, right, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            for k in range(i2 - i1):
-                yield ra.start + i1 + k, rb.start + j1 + k
-            continue
-        for k in range(i1, i2):
-            yield ra.start + k, None
-        for k in range(j1, j2):
-            yield None, rb.start + k
 
 
 # -- rendering --------------------------------------------------------------------------
@@ -474,6 +285,7 @@ def render_text(diff: TraceDiff, *, context: int = 1, verbose: bool = False, col
     width = min(width, 40)
     # A hybrid run's rows say which steps ran live, so every row is shown.
     shown = list(range(len(diff.entries))) if any(diff.hybrid) else _visible_rows(diff.entries, context)
+    texts: dict[str, str] = {}  # masked strings, shared by the rows (see diff_mask.mask)
     previous = -1
     for index in shown:
         if index - previous > 1:
@@ -487,7 +299,7 @@ def render_text(diff: TraceDiff, *, context: int = 1, verbose: bool = False, col
             row += paint("   ◀ first divergence", "1")
         lines.append(row)
         if entry.op != EQUAL:
-            lines.extend("        " + line for line in _details(entry, verbose))
+            lines.extend("        " + line for line in _details(entry, verbose, texts))
     if diff.entries and len(diff.entries) - 1 > previous:
         lines.append(paint(f"  ⋮  {_steps(len(diff.entries) - 1 - previous)} equal", "2"))
     lines.append("")
@@ -550,7 +362,9 @@ def _row(entry: DiffEntry, width: int) -> str:
     return head.rstrip()
 
 
-def _details(entry: DiffEntry, verbose: bool) -> list[str]:
+def _details(entry: DiffEntry, verbose: bool, texts: dict[str, str]) -> list[str]:
+    """The lines under a row that is not equal; ``texts`` caches masked strings across
+    rows (consecutive requests re-send the same history)."""
     if entry.op in (DELETED, INSERTED):
         event = entry.a if entry.a is not None else entry.b
         assert event is not None
@@ -569,7 +383,8 @@ def _details(entry: DiffEntry, verbose: bool) -> list[str]:
     out = []
     provider = a.kind == "llm"
     if "request" in entry.changes:
-        out.extend(_path_lines(_mask(a.request, provider=provider), _mask(b.request, provider=provider), "request"))
+        left, right = _mask(a.request, provider=provider, texts=texts), _mask(b.request, provider=provider, texts=texts)
+        out.extend(_path_lines(left, right, "request"))
     if "outcome" in entry.changes or "error" in entry.changes:
         out.append(f"A: {outcome(a, 100)}")
         out.append(f"B: {outcome(b, 100)}")
@@ -579,7 +394,8 @@ def _details(entry: DiffEntry, verbose: bool) -> list[str]:
             out.append(f"A: {clip(text_a, 100)}")
             out.append(f"B: {clip(text_b, 100)}")
         else:
-            left, right = _mask(_outcome_value(a), provider=provider), _mask(_outcome_value(b), provider=provider)
+            left = _mask(_outcome_value(a), provider=provider, texts=texts)
+            right = _mask(_outcome_value(b), provider=provider, texts=texts)
             out.extend(_path_lines(left, right, "response"))
     return out
 
