@@ -1,6 +1,6 @@
 """``rewind proxy``'s added latency per call: recorded and replayed, against a direct call.
 
-    python benchmarks/bench_proxy.py [--calls N] [--rounds R]
+    python benchmarks/bench_proxy.py [--calls N] [--rounds R] [--clients 1,4,16]
 
 Each measured twice: a whole chat completion, and the same call streamed (``stream``: the
 server-sent events read to their end). The agent is a plain HTTP client on one keep-alive
@@ -26,21 +26,27 @@ call (one more loopback hop through a Python server, plus the step written and f
 a replayed call is at most ``REPLAY_BUDGET`` times a direct call (the proxy answers
 instead of the provider); and issue 34's absolute target, at most ``ADDED_US_TARGET``
 microseconds added per call, recorded or replayed. Exit status 1 when a budget is missed.
+
+Then, informational, the same three sides with 1, 4 and 16 clients calling at once
+(``--clients``), each on a connection of its own: the median call per side and what
+the proxy adds at each level.
 """
 
 from __future__ import annotations
 
+import argparse
 import http.client
 import json
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from _stainless_bench import arguments, median
+from _stainless_bench import median
 
 RECORD_BUDGET = 2.0
 REPLAY_BUDGET = 1.25
@@ -126,8 +132,64 @@ def _measure(args: Any) -> dict[str, list[float]]:
     return samples
 
 
+def _concurrent_us(base_url: str, body: str, clients: int, calls_each: int) -> float:
+    """The median call of ``clients`` threads calling at once, each on a connection of its own
+    (one warm call each before they start together)."""
+    callers = [_caller(base_url, body) for _ in range(clients)]
+    times: list[float] = []
+    lock = threading.Lock()
+    start_together = threading.Barrier(clients)
+
+    def work(call: Callable[[], Any]) -> None:
+        call()
+        start_together.wait()
+        mine = []
+        for _ in range(calls_each):
+            start = time.perf_counter()
+            call()
+            mine.append(time.perf_counter() - start)
+        with lock:
+            times.extend(mine)
+
+    threads = [threading.Thread(target=work, args=(call,)) for call in callers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return median(times) * 1e6
+
+
+def concurrency(clients: list[int], calls_each: int) -> None:
+    """Informational: each side's median call with several agents calling at once (issue 34's
+    "how cost grows with concurrency"). Client, stub and proxy share this process and its
+    interpreter lock, so every side slows as clients are added; the added figures say what
+    the proxy costs on top at each level."""
+    from rewind.proxy import Proxy
+    from rewind.stub_server import StubServer
+
+    print(f"\nwith concurrent clients (each its own connection, {calls_each} calls each; median call, wall clock):")
+    print(f"  {'clients':>7} {'shape':>7} {'direct':>10} {'recorded':>10} {'added':>9} {'replayed':>10} {'added':>9}")
+    with StubServer() as stub, tempfile.TemporaryDirectory() as tmp:
+        for count in clients:
+            for shape, body in BODIES.items():
+                direct = _concurrent_us(stub.openai_base_url, body, count, calls_each)
+                path = str(Path(tmp) / f"clients-{count}-{shape.strip() or 'whole'}.rewind")
+                with Proxy(path, upstreams={"openai": stub.openai_base_url}) as proxy:
+                    recorded = _concurrent_us(proxy.base_url("openai"), body, count, calls_each)
+                with Proxy(path, mode="replay") as proxy:
+                    replayed = _concurrent_us(proxy.base_url("openai"), body, count, calls_each)
+                print(
+                    f"  {count:>7} {shape.strip() or 'whole':>7} {direct:8.0f}us {recorded:8.0f}us "
+                    f"{recorded - direct:+7.0f}us {replayed:8.0f}us {replayed - direct:+7.0f}us"
+                )
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = arguments("rewind proxy added latency", argv, calls=200, rounds=9)
+    parser = argparse.ArgumentParser(description="rewind proxy added latency")
+    parser.add_argument("--calls", type=int, default=200, help="calls per round")
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--clients", default="1,4,16", help="concurrent clients of the concurrency table ('' skips it)")
+    args = parser.parse_args(argv)
     samples = _measure(args)
     print(
         f"rewind proxy, wall-clock time per call (each round's median call), median of {args.rounds} rounds "
@@ -159,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {label:43s} {value:9.1f} us  {note}")
         ok = ok and added <= RECORD_BUDGET and replay_ratio <= REPLAY_BUDGET
         ok = ok and max(added_record_us, added_replay_us) <= ADDED_US_TARGET
+    clients = [int(n) for n in args.clients.split(",") if n]
+    if clients:
+        concurrency(clients, max(5, args.calls // 8))
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

@@ -48,7 +48,7 @@ SMOKE: dict[str, list[str]] = {
     "bench_mcp": SMALL,
     "bench_memory": ["--events", "5", "--size", "20000"],
     "bench_openai": SMALL,
-    "bench_proxy": SMALL,
+    "bench_proxy": [*SMALL, "--clients", "1,2"],
     "bench_record": SMALL,
     "bench_replay": SMALL,
     "bench_report": SMALL,
