@@ -104,7 +104,7 @@ $(PHOENIX_STAMP):
 phoenix: $(PHOENIX_STAMP)
 
 test-phoenix: $(STAMP) $(PHOENIX_STAMP)
-	REWIND_PHOENIX_PYTHON=$(PHOENIX_VENV)/bin/python $(PY) -m pytest -q -m phoenix $(call JUNIT,phoenix) tests/test_phoenix.py tests/test_import_phoenix.py
+	REWIND_PHOENIX_PYTHON=$(PHOENIX_VENV)/bin/python $(PY) -m pytest -q -m phoenix $(call JUNIT,phoenix) tests/importing/test_phoenix.py tests/importing/test_import_phoenix.py
 
 # The oldest SDK release of each provider, each in a venv of its own: compat/<name>.txt
 # pins it and names its tests. ONLY=name runs one provider.
@@ -120,7 +120,7 @@ test-compat:
 	    $$venv/bin/python -m pytest -q -p no:cacheprovider $(call JUNIT,compat-$$name) $$(sed -n 's/^# tests: //p' $$spec); \
 	done
 
-# Debian's chromium for the HTML report's browser tests (tests/test_report_browser.py
+# Debian's chromium for the HTML report's browser tests (tests/report/test_report_browser.py
 # skips without it, saying why). Uses apt-get as root; elsewhere install Chromium yourself
 # or point REWIND_CHROMIUM at a Chromium/Chrome binary.
 browser:

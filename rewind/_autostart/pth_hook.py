@@ -11,7 +11,7 @@ until rewind imports. It also registers, before anything else in the process can
 exit handler that applies a failed replay's exit status (``rewind.bootstrap.exit_status``):
 exit handlers run last-registered first, so this one runs after all the others.
 
-``python -m rewind._autostart.pth_hook`` prints the line; tests/test_startup_hook.py
+``python -m rewind._autostart.pth_hook`` prints the line; tests/_autostart/test_startup_hook.py
 checks that the shipped file is that line.
 """
 

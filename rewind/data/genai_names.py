@@ -2,7 +2,7 @@
 
 rewind runs with OpenTelemetry back to 1.27 (semantic conventions 0.48b0), older than
 several of today's names: where the installed release does not define one, it is spelled
-here as the conventions spell it now (tests/test_genai_conventions.py checks both agree
+here as the conventions spell it now (tests/engine/test_genai_conventions.py checks both agree
 with the installed release).
 """
 

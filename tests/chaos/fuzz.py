@@ -3,7 +3,7 @@ replay of decorated calls and of an OpenAI stream, and the commands ``show``, ``
 ``diff``, ``report``, ``check`` and ``import``. No hang, no traceback, output inert,
 memory bounded.
 
-The mutator is the one ``tests/test_trace_fuzz.py`` uses (flipped and inserted bytes,
+The mutator is the one ``tests/storage/test_trace_fuzz.py`` uses (flipped and inserted bytes,
 torn and shuffled lines, pathological JSON values, forged blob references, gzip bombs);
 the recordings it damages here also hold an OpenAI streaming step, recorded against the
 stub server (the "stream" field was where a damaged step still reached a traceback).
@@ -21,13 +21,15 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import test_trace_fuzz as mutator  # tests/test_trace_fuzz.py: the mutator and the decorated agent
 from click.testing import CliRunner
 
 import rewind
 from rewind.cli import cli
 from rewind.errors import RewindError, RewindWarning
 from rewind.stub_server import StubServer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "storage"))
+import test_trace_fuzz as mutator  # tests/storage/test_trace_fuzz.py: the mutator and the decorated agent
 
 TRACES = int(os.environ.get("REWIND_CHAOS_FUZZ_TRACES", "1008"))
 CASE_SECONDS = 10.0

@@ -3,7 +3,7 @@ deep, joined runs, numbers past every range, and a Phoenix server on loopback th
 forever, trickles, redirects off its host or crowds one page.
 
 The files and servers are ``tests/hostile/telemetry.py`` and ``tests/hostile/servers.py``,
-the ones ``tests/test_hostile_import.py`` and ``tests/test_hostile_phoenix.py`` use. Each
+the ones ``tests/importing/test_hostile_import.py`` and ``tests/importing/test_hostile_phoenix.py`` use. Each
 import runs as ``rewind import`` in a process capped at 1 GiB of address space
 (``tests/hostile/bounded.py``); for each case the suite prints its exit status, wall time
 and the process's peak resident memory, and whether what it wrote reads back as a trace

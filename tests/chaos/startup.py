@@ -1,7 +1,7 @@
 """Zero-code sessions that cannot start: every one must stop the program before it runs.
 
 A plain ``python agent.py`` (and ``opentelemetry-instrument python agent.py``) with
-``REWIND_REPLAY``/``REWIND_RECORD`` set, broken each way ``tests/test_startup_hook.py``
+``REWIND_REPLAY``/``REWIND_RECORD`` set, broken each way ``tests/_autostart/test_startup_hook.py``
 breaks it: another distribution owning ``rewind``, a ``rewind`` or an OpenTelemetry that
 cannot be imported, OpenTelemetry's own start-up failing, a missing, unreadable, directory
 or FIFO trace, every bad ``REWIND_*`` value, a stale ``REWIND_SESSION_PID``. Each case runs
@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import test_startup_hook as hook  # tests/test_startup_hook.py: the agent, run(), the broken installs
-
 from rewind.stub_server import StubServer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "_autostart"))
+import test_startup_hook as hook  # tests/_autostart/test_startup_hook.py: the agent, run(), the broken installs
 
 STOPPED = "rewind: cannot start the session: "
 

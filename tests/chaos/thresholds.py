@@ -46,7 +46,7 @@ THRESHOLDS: dict[str, tuple[str, float]] = {
     "report.scripts_executed": ("==", 0),
     "report.pages_not_rendered": ("==", 0),
     "report.control_script_detected": ("==", 1),  # the detector catches a script that does run
-    # Zero-code sessions that cannot start (tests/test_startup_hook.py's cases): all stop, none live.
+    # Zero-code sessions that cannot start (tests/_autostart/test_startup_hook.py's cases): all stop, none live.
     "startup.cases": (">=", 23),
     "startup.stopped_with_status_2": (">=", 23),
     "startup.not_stopped": ("==", 0),

@@ -39,7 +39,7 @@ def test_report_options(run_cli, tmp_path: Path) -> None:
     data = page_data(out)
     assert data["trace"]["label"] == "Ticket 42"
     # The page prices by the override first, then the list prices (it works out the cost
-    # itself: tests/test_report_browser.py checks it against rewind.account).
+    # itself: tests/report/test_report_browser.py checks it against rewind.account).
     prices = data["trace"]["prices"]
     assert prices[0] == ["gpt-4o", 1000, 1000, 0]
     assert ["gpt-4o", DEFAULT_PRICES["gpt-4o"].input, DEFAULT_PRICES["gpt-4o"].output, 1] in prices

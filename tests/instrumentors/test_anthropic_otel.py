@@ -201,9 +201,24 @@ def test_sdk_spans_can_be_kept_as_children(tmp_path: Path, monkeypatch: pytest.M
     assert [e.name for e in events(tmp_path / "kept.rewind")] == ["anthropic.messages.create"]
 
 
+@pytest.fixture
+def nobody_observing_rewind(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rewind's private provider as a fresh process has it: nothing but rewind listening.
+
+    A test earlier in the same process may have added a processor to it (tests/engine/,
+    tests/importing/), and the SDK cannot remove one: this test gets a new provider of its own.
+    """
+    from rewind.engine.telemetry import TRACERS
+
+    if not TRACERS.uses_private_provider():
+        pytest.skip("a global SDK tracer provider is configured in this process")
+    for cached in ("_private", "_last_provider", "_last_tracer"):
+        monkeypatch.setattr(TRACERS, cached, None)
+
+
 @needs_sdk_spans
 def test_nobody_observing_rewind_the_sdk_keeps_its_span_on_a_per_client_provider(
-    patched_anthropic: None, stub: StubServer, trace_path: Path
+    nobody_observing_rewind: None, patched_anthropic: None, stub: StubServer, trace_path: Path
 ) -> None:
     """With no application provider, rewind's spans reach no one: the SDK's own span goes
     to the client's provider and names itself in ``traceparent``, as without rewind."""

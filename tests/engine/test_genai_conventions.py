@@ -22,7 +22,7 @@ import rewind
 from rewind.engine.telemetry import TRACERS
 from rewind.stub_server import StubServer
 
-sys.path.insert(0, str(Path(__file__).parent / "importing"))
+sys.path.insert(0, str(Path(__file__).parent.parent / "importing"))
 from otlp_files import write_json
 
 TOOLS = [

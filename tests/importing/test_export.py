@@ -23,10 +23,10 @@ from rewind.cli import cli
 from rewind.importing import export as export_module
 from rewind.stub_server import StubServer
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent.parent))
 from otlp_receiver import OTLPReceiver
 
-CORPUS = Path(__file__).parent / "fixtures" / "corpus"
+CORPUS = Path(__file__).parent.parent / "fixtures" / "corpus"
 
 
 def digests(path: Path) -> list[str]:

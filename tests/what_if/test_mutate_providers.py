@@ -282,7 +282,7 @@ def litellm_case() -> Case:
 
 def _xai_server_module() -> Any:
     spec = importlib.util.spec_from_file_location(
-        "_xai_server", Path(__file__).parent / "instrumentors" / "_xai_server.py"
+        "_xai_server", Path(__file__).parent.parent / "instrumentors" / "_xai_server.py"
     )
     assert spec is not None and spec.loader is not None
     module = sys.modules.get("_xai_server") or importlib.util.module_from_spec(spec)

@@ -164,7 +164,7 @@ def test_cli_replay_network_block(golden: Path, tmp_path: Path) -> None:
         encoding="utf-8",
     )
     rewind_cli = Path(sys.executable).with_name("rewind")
-    env = {"PATH": str(Path(sys.executable).parent), "PYTHONPATH": str(Path(__file__).parent)}
+    env = {"PATH": str(Path(sys.executable).parent), "PYTHONPATH": str(Path(__file__).parent.parent)}
     result = subprocess.run(
         [str(rewind_cli), "replay", golden, "--network", "block", "--", sys.executable, program],
         capture_output=True, text=True, env=env, timeout=60,
@@ -253,7 +253,7 @@ def test_cli_replay_fails_when_the_program_swallowed_a_blocked_connection(golden
         encoding="utf-8",
     )
     rewind_cli = Path(sys.executable).with_name("rewind")
-    env = {"PATH": str(Path(sys.executable).parent), "PYTHONPATH": str(Path(__file__).parent)}
+    env = {"PATH": str(Path(sys.executable).parent), "PYTHONPATH": str(Path(__file__).parent.parent)}
     result = subprocess.run(
         [str(rewind_cli), "replay", golden, "--network", "block", "--", sys.executable, program],
         capture_output=True, text=True, env=env, timeout=60,

@@ -4,7 +4,7 @@ Each page must load with no console error, draw its step list, show a step's
 conversation, filter on search, highlight a diff's first divergence, never run script
 from a hostile trace, and stay quick at 5,000 steps. Screenshots are kept under the
 test's tmp folder and checked not to be blank. Without Chromium these tests skip;
-tests/test_report.py checks the same pages without a browser.
+tests/report/test_report.py checks the same pages without a browser.
 """
 
 from __future__ import annotations
@@ -308,7 +308,7 @@ def test_five_thousand_steps_open_and_scroll(page: Page, tmp_path: Path) -> None
     assert page.problems() == []
 
 
-SHAPES = Path(__file__).parent / "fixtures" / "report" / "shapes.rewind"
+SHAPES = Path(__file__).parent.parent / "fixtures" / "report" / "shapes.rewind"
 _SHOWN = ("summary", "error", "model", "tin", "tout", "cost", "streamed")
 
 

@@ -26,7 +26,7 @@ from rewind.cli import cli
 from rewind.engine.telemetry import TRACERS
 from rewind.stub_server import StubServer
 
-sys.path.insert(0, str(Path(__file__).parent / "importing"))
+sys.path.insert(0, str(Path(__file__).parent))
 from otlp_files import write_json, write_proto
 
 MODEL = "gpt-4o-mini"
@@ -243,7 +243,7 @@ def test_truncated_content_is_detected_reported_and_never_served(
     tmp_path: Path, run_python: Any, stub: StubServer
 ) -> None:
     spans_file, local = tmp_path / "spans.jsonl", tmp_path / "local.rewind"
-    helpers = str(Path(__file__).parent / "importing")
+    helpers = str(Path(__file__).parent)
     code = LIMITED_AGENT.format(helpers=helpers, spans=str(spans_file), local=str(local))
     result = run_python(
         code,

@@ -1,7 +1,7 @@
 """The HTML report, read back without a browser: structure, embedded data, escaping, limits.
 
 The page is parsed with ``html.parser`` the way a browser tokenizes it: every script
-block must end where we ended it, whatever the trace holds. (tests/test_report_browser.py
+block must end where we ended it, whatever the trace holds. (tests/report/test_report_browser.py
 drives a real Chromium over the same reports.)
 """
 
@@ -77,7 +77,7 @@ class Parsed:
     def bodies(self, side: str = "a") -> list[Any]:
         text = self.block(f"rw-bodies-{side}")
         # Step lines are embedded as stored: NaN and Infinity (Python's json writes them)
-        # included, which the page's reader takes (tests/test_report_browser.py).
+        # included, which the page's reader takes (tests/report/test_report_browser.py).
         return [json.loads(line) for line in text.split("\n")] if text else []
 
     @property
@@ -86,7 +86,7 @@ class Parsed:
 
     def rows(self, side: str = "trace") -> list[dict[str, Any]]:
         """The rows the page makes of a section's columns, with what Python summarized of
-        the steps left out (the page summarizes the others: tests/test_report_browser.py)."""
+        the steps left out (the page summarizes the others: tests/report/test_report_browser.py)."""
         section = self.data[side]
         columns = section["columns"]
         rows = [{"i": i, **{key: values[i] for key, values in columns.items()}} for i in range(len(columns["seq"]))]

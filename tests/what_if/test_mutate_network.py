@@ -16,7 +16,7 @@ from rewind.stub_server import StubServer
 from tests.hostile.agents import FALLS_BACK_TO_RAW_HTTP, OFF_HOST, PRINTS_A_LOT
 from tests.hostile.guard import netns
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parent.parent
 REWIND = Path(sys.executable).with_name("rewind")
 
 

@@ -22,7 +22,7 @@ import openai
 import pytest
 from pydantic import BaseModel
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 # The package __init__ is owned elsewhere and may be mid-edit; the stub must import on its own.
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))

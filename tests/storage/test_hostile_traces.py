@@ -34,7 +34,7 @@ from rewind.errors import RewindError, TraceFormatError
 from rewind.storage.archive import compact
 from rewind.storage.trace import Trace
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "trace-format.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "trace-format.md"
 READERS = pytest.mark.parametrize("opener", [Trace.open, Trace.load], ids=["open", "load"])
 
 

@@ -22,7 +22,7 @@ import pytest
 import rewind
 from rewind.storage.trace import Event
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 WAIT = 30.0  # seconds; only a guard against hanging, never a timing assertion
 
 

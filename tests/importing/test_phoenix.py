@@ -31,7 +31,7 @@ import pytest
 import rewind
 from rewind.stub_server import StubServer
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _phoenix_python() -> str | None:
